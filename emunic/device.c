@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/* Choosing and opening the verbs device, port and GID a rank uses. */
+#include "emunic/verbs.h"
+#include "emunic/log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool emunic_gid_is_ipv4_mapped(const union ibv_gid *gid)
+{
+	static const uint8_t prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	return memcmp(gid->raw, prefix, sizeof(prefix)) == 0;
+}
+
+void emunic_gid_str(const union ibv_gid *gid, char *buf, size_t len)
+{
+	if (!inet_ntop(AF_INET6, gid->raw, buf, (socklen_t)len))
+		snprintf(buf, len, "?");
+}
+
+const char *emunic_gid_type_str(enum ibv_gid_type t)
+{
+	switch (t) {
+	case IBV_GID_TYPE_IB: return "IB";
+	case IBV_GID_TYPE_ROCE_V1: return "RoCEv1";
+	case IBV_GID_TYPE_ROCE_V2: return "RoCEv2";
+	}
+	return "?";
+}
+
+const char *emunic_port_state_str(enum ibv_port_state s)
+{
+	switch (s) {
+	case IBV_PORT_NOP: return "NOP";
+	case IBV_PORT_DOWN: return "DOWN";
+	case IBV_PORT_INIT: return "INIT";
+	case IBV_PORT_ARMED: return "ARMED";
+	case IBV_PORT_ACTIVE: return "ACTIVE";
+	case IBV_PORT_ACTIVE_DEFER: return "ACTIVE_DEFER";
+	}
+	return "?";
+}
+
+int emunic_mtu_bytes(enum ibv_mtu m)
+{
+	return (m >= IBV_MTU_256 && m <= IBV_MTU_4096) ? 128 << m : 0;
+}
+
+int emunic_gid_pick(struct ibv_context *ctx, uint8_t port, const struct ibv_port_attr *pa,
+		    struct ibv_gid_entry *out)
+{
+	struct ibv_gid_entry e;
+	int i;
+
+	for (i = 0; i < pa->gid_tbl_len; i++) {
+		if (ibv_query_gid_ex(ctx, port, (uint32_t)i, &e, 0))
+			continue;
+		if (pa->link_layer == IBV_LINK_LAYER_INFINIBAND) {
+			*out = e;		/* IB: the port GID, index 0 */
+			return 0;
+		}
+		if (e.gid_type == IBV_GID_TYPE_ROCE_V2 && emunic_gid_is_ipv4_mapped(&e.gid)) {
+			*out = e;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static int first_active_port(struct ibv_context *ctx, const struct ibv_device_attr_ex *attr,
+			     struct ibv_port_attr *pa)
+{
+	uint8_t p;
+
+	for (p = 1; p <= attr->orig_attr.phys_port_cnt; p++)
+		if (!ibv_query_port(ctx, p, pa) && pa->state == IBV_PORT_ACTIVE)
+			return p;
+	return -ENETDOWN;
+}
+
+static int vdev_setup(struct emunic_vdev *d, struct ibv_context *ctx)
+{
+	int port;
+
+	d->ctx = ctx;
+	snprintf(d->name, sizeof(d->name), "%s", ibv_get_device_name(ctx->device));
+	if (ibv_query_device_ex(ctx, NULL, &d->attr))
+		return emunic_err(-EIO, "device %s: ibv_query_device_ex failed", d->name);
+	port = first_active_port(ctx, &d->attr, &d->port_attr);
+	if (port < 0)
+		return emunic_err(port, "device %s: no ACTIVE port (check `rdma link` and the netdev)", d->name);
+	d->port = (uint8_t)port;
+	if (emunic_gid_pick(ctx, d->port, &d->port_attr, &d->gid))
+		return emunic_err(-EADDRNOTAVAIL,
+				  "device %s port %d: no RoCEv2 IPv4-mapped GID; give the netdev an IPv4 address",
+				  d->name, port);
+	d->addr.sin_family = AF_INET;
+	memcpy(&d->addr.sin_addr, &d->gid.gid.raw[12], 4);
+	if (d->port_attr.link_layer == IBV_LINK_LAYER_INFINIBAND) {
+		/* IB: rdma_cm needs the IPoIB address, which the GID does not carry. */
+		const char *a = getenv("EMUNIC_ADDR");
+
+		if (!a || inet_pton(AF_INET, a, &d->addr.sin_addr) != 1)
+			return emunic_err(-EADDRNOTAVAIL,
+					  "device %s is InfiniBand: set EMUNIC_ADDR to this node's IPoIB address",
+					  d->name);
+	}
+	d->pd = ibv_alloc_pd(ctx);
+	if (!d->pd)
+		return emunic_err(-ENOMEM, "device %s: ibv_alloc_pd failed", d->name);
+	return 0;
+}
+
+int emunic_vdev_open(const char *name, struct emunic_vdev **out)
+{
+	struct ibv_context **list, *pick = NULL;
+	struct emunic_vdev *d;
+	int n = 0, i, ret;
+
+	if (!name || !*name)
+		name = getenv("EMUNIC_DEVICE");
+	list = rdma_get_devices(&n);
+	if (!list || n == 0) {
+		if (list)
+			rdma_free_devices(list);
+		return emunic_err(-ENODEV, "no RDMA device; load rdma_rxe and run "
+				  "`rdma link add rxe0 type rxe netdev <if>`, or use the guest (make test)");
+	}
+	for (i = 0; i < n && !pick; i++) {
+		struct ibv_port_attr pa;
+		struct ibv_device_attr_ex da;
+
+		if (name && *name) {
+			if (!strcmp(ibv_get_device_name(list[i]->device), name))
+				pick = list[i];
+			continue;
+		}
+		if (!ibv_query_device_ex(list[i], NULL, &da) && first_active_port(list[i], &da, &pa) > 0)
+			pick = list[i];
+	}
+	if (!pick) {
+		char names[256] = "";
+		size_t off = 0;
+
+		for (i = 0; i < n && off < sizeof(names); i++)
+			off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s", i ? ", " : "",
+						ibv_get_device_name(list[i]->device));
+		rdma_free_devices(list);
+		if (name && *name)
+			return emunic_err(-ENODEV, "no RDMA device named '%s' (devices: %s)", name, names);
+		return emunic_err(-ENETDOWN, "no RDMA device has an ACTIVE port (devices: %s)", names);
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		rdma_free_devices(list);
+		return -ENOMEM;
+	}
+	ret = vdev_setup(d, pick);
+	rdma_free_devices(list);	/* librdmacm keeps the context open */
+	if (ret) {
+		free(d);
+		return ret;
+	}
+	*out = d;
+	return 0;
+}
+
+void emunic_vdev_close(struct emunic_vdev *d)
+{
+	if (!d)
+		return;
+	if (d->pd)
+		ibv_dealloc_pd(d->pd);
+	free(d);
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The verbs layer under the progress core: the device a rank uses (context,
+ * PD, port, GID) and RC connections to peers made through librdmacm.
+ * Private to emunic/, its tools and its transport tests; engines never
+ * include it (they use emunic.h).
+ */
+#ifndef EMUNIC_VERBS_H
+#define EMUNIC_VERBS_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "emunic.h"
+
+/* The RoCEv2 GID whose address is an IPv4-mapped IPv6 address (::ffff:a.b.c.d)
+ * is the one rdma_cm and rxe use (index 1 on rxe). */
+bool emunic_gid_is_ipv4_mapped(const union ibv_gid *gid);
+void emunic_gid_str(const union ibv_gid *gid, char *buf, size_t len);
+const char *emunic_gid_type_str(enum ibv_gid_type t);
+/* Chooses the GID to use on a port: RoCEv2 IPv4-mapped on Ethernet, 0 on IB.
+ * -ENOENT when the port has none. */
+int emunic_gid_pick(struct ibv_context *ctx, uint8_t port, const struct ibv_port_attr *pa,
+		    struct ibv_gid_entry *out);
+const char *emunic_port_state_str(enum ibv_port_state s);
+int emunic_mtu_bytes(enum ibv_mtu m);
+
+struct emunic_vdev {
+	struct ibv_context *ctx;	/* librdmacm's context for this device */
+	struct ibv_pd *pd;
+	uint8_t port;
+	struct ibv_port_attr port_attr;
+	struct ibv_device_attr_ex attr;
+	struct ibv_gid_entry gid;
+	struct sockaddr_in addr;	/* IPv4 address behind the GID */
+	char name[IBV_SYSFS_NAME_MAX];
+};
+
+/*
+ * Opens a device by name; NULL means $EMUNIC_DEVICE, else the first device
+ * with an ACTIVE port.  Takes the context from librdmacm so that QPs made
+ * by rdma_cm share this PD.  -ENODEV (no RDMA device, or no such device),
+ * -ENETDOWN (no active port), -EADDRNOTAVAIL (no usable GID).
+ */
+int emunic_vdev_open(const char *name, struct emunic_vdev **out);
+void emunic_vdev_close(struct emunic_vdev *dev);
+
+/* ---- RC connections through librdmacm ---------------------------------- */
+
+/* Transport settings of every QP a mesh makes. */
+struct emunic_qp_opts {
+	uint32_t max_send_wr, max_recv_wr;
+	uint32_t max_sge, max_inline;
+	uint8_t retry_cnt;	/* transport retries; 7 = forever on rxe */
+	uint8_t rnr_retry;	/* RNR NAK retries; 7 = forever */
+	uint8_t timeout;	/* local ACK timeout, 4.096 us * 2^timeout */
+	uint8_t min_rnr_timer;
+	uint8_t rd_atomic;	/* outstanding READ/atomic, each direction */
+};
+void emunic_qp_opts_default(struct emunic_qp_opts *o);
+
+struct emunic_conn {
+	int peer;
+	struct rdma_cm_id *id;
+	struct ibv_qp *qp;
+	bool up;
+};
+
+/*
+ * Connections from one rank to the others.  The mesh listens on the device's
+ * address; emunic_mesh_open() exchanges every rank's (address, port) through
+ * the bootstrap.  The lower rank of a pair accepts, the higher one connects,
+ * so both sides connecting at once cannot make two QPs.  QPs are made here
+ * (not by rdma_create_qp) so their retry and timeout settings are ours.
+ */
+struct emunic_mesh {
+	struct emunic_vdev *dev;
+	int rank, size;
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *listen;
+	struct sockaddr_in *addr;	/* by rank */
+	struct emunic_conn *conn;	/* by rank; conn[rank] unused */
+	struct ibv_cq *send_cq, *recv_cq;
+	struct emunic_qp_opts opts;
+	int pending;			/* connections not yet up */
+};
+
+int emunic_mesh_open(struct emunic_vdev *dev, struct emunic_boot *boot, const struct emunic_qp_opts *o,
+		     struct ibv_cq *send_cq, struct ibv_cq *recv_cq, struct emunic_mesh **out);
+/* Static full mesh: connects every pair; -ETIMEDOUT names the missing peers. */
+int emunic_mesh_connect_all(struct emunic_mesh *m, int timeout_ms);
+void emunic_mesh_close(struct emunic_mesh *m);
+
+#endif

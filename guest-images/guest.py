@@ -1,0 +1,296 @@
+#!/usr/bin/python3
+"""Boot the emunic test guest under QEMU and run commands inside it.
+
+The guest mounts the host's root read-only and the work tree read-write at
+its host path, so binaries built on the host run unchanged inside.  Commands
+travel through a spool directory in the work tree (see agent.sh).
+
+As a program:  guest.py [--two] [--timeout S] -- COMMAND [ARG...]
+"""
+import argparse
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORK = os.path.dirname(HERE)
+BUILD = os.path.join(WORK, "build", "guest")
+
+
+class GuestError(RuntimeError):
+    pass
+
+
+def kvm_usable():
+    """KVM only where /dev/kvm exists and opens; QEMU still falls back to TCG."""
+    try:
+        fd = os.open("/dev/kvm", os.O_RDWR)
+    except OSError:
+        return False
+    os.close(fd)
+    return True
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def build_image():
+    r = subprocess.run([os.path.join(HERE, "build.sh"), BUILD])
+    if r.returncode != 0:
+        raise GuestError("building the guest image failed (guest-images/build.sh)")
+
+
+class Guest:
+    """One QEMU guest with rxe0 on its virtio-net NIC."""
+
+    def __init__(self, name="emunic-guest0", ip="10.0.2.15/24", net="user",
+                 mac="52:54:00:12:34:56", mem_mb=3072, smp=2, boot_timeout=180):
+        self.name, self.ip, self.net, self.mac = name, ip, net, mac
+        self.mem_mb, self.smp, self.boot_timeout = mem_mb, smp, boot_timeout
+        self.proc = None
+        self.spool = None
+        self.boot_seconds = None
+        self.info = {}
+        self.seq = 0
+
+    # -- life cycle -------------------------------------------------------
+    def qemu_cmd(self):
+        accel = ["-accel", "kvm", "-accel", "tcg"] if kvm_usable() else ["-accel", "tcg,thread=multi"]
+        if self.net == "user":
+            netdev = "user,id=n0,restrict=on"
+        else:
+            netdev = "socket,id=n0," + self.net      # listen=... or connect=...
+        append = " ".join([
+            "console=ttyS0", "loglevel=4", "panic=-1", "oops=panic",
+            "emunic.work=" + WORK, "emunic.spool=" + self.spool,
+            "emunic.ip=" + self.ip, "emunic.host=" + self.name])
+        return (["qemu-system-x86_64"] + accel + [
+            "-cpu", "max", "-smp", str(self.smp), "-m", str(self.mem_mb),
+            "-nodefaults", "-no-reboot", "-display", "none", "-monitor", "none",
+            "-serial", "file:" + os.path.join(self.spool, "console.log"),
+            "-kernel", os.path.join(BUILD, "vmlinuz"),
+            "-initrd", os.path.join(BUILD, "initramfs.cpio.gz"),
+            "-append", append,
+            "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
+            "-virtfs", "local,path=%s,mount_tag=work,security_model=none,multidevs=remap" % WORK,
+            "-netdev", netdev, "-device", "virtio-net-pci,netdev=n0,mac=" + self.mac])
+
+    def start(self):
+        if shutil.which("qemu-system-x86_64") is None:
+            raise GuestError("qemu-system-x86_64 is missing (make deps installs qemu-system-x86)")
+        if any(c.isspace() for c in WORK):
+            raise GuestError("the work tree path %r has white space; the guest cannot mount it" % WORK)
+        self.spool = os.path.join(BUILD, "spool-%d-%s" % (os.getpid(), self.name))
+        shutil.rmtree(self.spool, ignore_errors=True)
+        os.makedirs(self.spool)
+        self.t0 = time.monotonic()
+        self.proc = subprocess.Popen(self.qemu_cmd(), stdin=subprocess.DEVNULL,
+                                     stdout=open(os.path.join(self.spool, "qemu.log"), "w"),
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+
+    def wait_ready(self):
+        ready = os.path.join(self.spool, "ready")
+        deadline = self.t0 + self.boot_timeout
+        while not os.path.exists(ready):
+            if self.proc.poll() is not None:
+                self.kill()
+                raise GuestError("%s: QEMU exited with status %s during boot\n%s"
+                                 % (self.name, self.proc.returncode, self.logs()))
+            if time.monotonic() > deadline:
+                self.kill()
+                raise GuestError("%s: no ready signal after %ds; guest killed\n%s"
+                                 % (self.name, self.boot_timeout, self.logs()))
+            time.sleep(0.05)
+        self.boot_seconds = time.monotonic() - self.t0
+        with open(ready) as f:
+            self.info = dict(l.strip().split("=", 1) for l in f if "=" in l)
+        if "ACTIVE" not in self.info.get("state", ""):
+            self.kill()
+            raise GuestError("%s: rxe0 is not ACTIVE (%s)\n%s"
+                             % (self.name, self.info.get("state"), self.logs()))
+
+    def boot(self):
+        self.start()
+        self.wait_ready()
+        return self
+
+    def logs(self, lines=30):
+        out = []
+        for f in ("console.log", "qemu.log"):
+            p = os.path.join(self.spool or "", f)
+            if os.path.exists(p):
+                with open(p, errors="replace") as fh:
+                    tail = fh.read().splitlines()[-lines:]
+                out.append("--- %s (last %d lines) ---\n%s" % (f, lines, "\n".join(tail)))
+        return "\n".join(out)
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def shutdown(self, timeout=10):
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            open(os.path.join(self.spool, "shutdown"), "w").close()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        shutil.rmtree(self.spool, ignore_errors=True)
+        self.proc = None
+
+    # -- jobs -------------------------------------------------------------
+    def submit(self, cmd, timeout=600, cwd=None, env=None):
+        """Start COMMAND (a shell string) in the guest; returns a job id."""
+        if self.proc is None or self.proc.poll() is not None:
+            raise GuestError("%s is not running" % self.name)
+        self.seq += 1
+        jid = "j%d" % self.seq
+        p = lambda ext: os.path.join(self.spool, jid + "." + ext)
+        with open(p("cwd"), "w") as f:
+            f.write(cwd or WORK)
+        with open(p("timeout"), "w") as f:
+            f.write(str(int(timeout)))
+        script = "".join("export %s=%s\n" % (k, shlex.quote(str(v))) for k, v in (env or {}).items())
+        with open(p("tmp"), "w") as f:
+            f.write(script + cmd + "\n")
+        os.rename(p("tmp"), p("job"))
+        return jid, timeout
+
+    def wait(self, job, stream=None):
+        """Wait for a job; returns (status, output).  Streams output if asked."""
+        jid, timeout = job
+        p = lambda ext: os.path.join(self.spool, jid + "." + ext)
+        deadline = time.monotonic() + timeout + 30      # the guest's own timeout fires first
+        pos = 0
+        chunks = []
+
+        def pump():
+            nonlocal pos
+            try:
+                with open(p("out"), "rb") as f:
+                    f.seek(pos)
+                    data = f.read()
+            except FileNotFoundError:
+                return
+            pos += len(data)
+            if data:
+                chunks.append(data)
+                if stream:
+                    stream.write(data.decode(errors="replace"))
+                    stream.flush()
+
+        while not os.path.exists(p("rc")):
+            pump()
+            if self.proc.poll() is not None:
+                raise GuestError("%s died while running job %s\n%s" % (self.name, jid, self.logs()))
+            if time.monotonic() > deadline:
+                self.kill()
+                raise GuestError("%s: job %s did not finish within %ds; guest killed\n%s"
+                                 % (self.name, jid, timeout, self.logs()))
+            time.sleep(0.02)
+        pump()
+        with open(p("rc")) as f:
+            rc = int(f.read().strip() or 255)
+        for ext in ("cwd", "timeout", "running", "out", "rc"):
+            try:
+                os.unlink(p(ext))
+            except FileNotFoundError:
+                pass
+        return rc, b"".join(chunks).decode(errors="replace")
+
+    def run(self, cmd, timeout=600, cwd=None, env=None, stream=None):
+        return self.wait(self.submit(cmd, timeout, cwd, env), stream)
+
+
+class GuestPair:
+    """Two guests joined by a QEMU socket netdev, 10.77.0.1 and 10.77.0.2."""
+    IPS = ("10.77.0.1", "10.77.0.2")
+
+    def __init__(self, **kw):
+        port = free_port()
+        self.guests = [
+            Guest("emunic-guest1", self.IPS[0] + "/24", "listen=127.0.0.1:%d" % port,
+                  "52:54:00:12:35:01", **kw),
+            Guest("emunic-guest2", self.IPS[1] + "/24", "connect=127.0.0.1:%d" % port,
+                  "52:54:00:12:35:02", **kw)]
+
+    def boot(self):
+        try:
+            for g in self.guests:
+                g.start()
+                time.sleep(0.5)            # the listening side first
+            for g in self.guests:
+                g.wait_ready()
+        except Exception:
+            self.shutdown()
+            raise
+        return self
+
+    def shutdown(self):
+        for g in self.guests:
+            g.shutdown()
+
+
+def main():
+    ap = argparse.ArgumentParser(
+        description="Boot the emunic guest (rdma_rxe on virtio-net) and run COMMAND in it; "
+                    "exits with COMMAND's status.  With --two, two guests joined by a socket "
+                    "netdev run COMMAND each, with EMUNIC_GUEST=0|1 and EMUNIC_GUEST_IPS set.")
+    ap.add_argument("--two", action="store_true", help="boot two guests joined by a socket netdev")
+    ap.add_argument("--timeout", type=int, default=600, help="seconds COMMAND may run (default 600)")
+    ap.add_argument("--boot-timeout", type=int, default=180, help="seconds the boot may take (default 180)")
+    ap.add_argument("command", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
+    if not cmd:
+        ap.error("no COMMAND given")
+    shell = " ".join(shlex.quote(c) for c in cmd)
+    cwd = os.getcwd()
+    if not (cwd + "/").startswith(WORK + "/") and cwd.startswith(("/tmp", "/run")):
+        cwd = WORK        # the guest has its own /tmp and /run
+    build_image()
+    rc = 1
+    try:
+        if a.two:
+            pair = GuestPair(boot_timeout=a.boot_timeout).boot()
+            for g in pair.guests:
+                print("guest: %s booted in %.1f s (rxe0 %s, %s)" % (
+                    g.name, g.boot_seconds, g.info.get("state"), g.info.get("ip")), file=sys.stderr)
+            env = {"EMUNIC_GUEST_IPS": " ".join(GuestPair.IPS)}
+            jobs = []
+            for i, g in enumerate(pair.guests):
+                jobs.append(g.submit(shell, a.timeout, cwd, dict(env, EMUNIC_GUEST=i)))
+            rcs = []
+            for g, j in zip(pair.guests, jobs):
+                r, out = g.wait(j)
+                sys.stdout.write("".join("[%s] %s\n" % (g.name, l) for l in out.splitlines()))
+                rcs.append(r)
+            rc = max(rcs)
+            pair.shutdown()
+        else:
+            g = Guest(boot_timeout=a.boot_timeout).boot()
+            print("guest: booted in %.1f s (guest uptime %s s, rxe0 %s)" % (
+                g.boot_seconds, g.info.get("uptime"), g.info.get("state")), file=sys.stderr)
+            try:
+                rc, _ = g.run(shell, a.timeout, cwd, stream=sys.stdout)
+            finally:
+                g.shutdown()
+    except GuestError as e:
+        print("guest: error: %s" % e, file=sys.stderr)
+        return 125
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages emunic needs when any is missing.  As root it
+# runs apt-get itself; otherwise it prints the one line to run.
+set -euo pipefail
+pkgs=(
+  gcc make pkg-config             # build
+  libibverbs-dev librdmacm-dev    # rdma-core: verbs and the connection manager
+  ibverbs-providers rdma-core     # the rxe provider (librxe) and udev rules
+  ibverbs-utils rdmacm-utils perftest  # ibv_devinfo, rping, ib_write_lat: cross-checks
+  liburing-dev                    # io_uring for the progress core's sleep mode
+  libpmix-dev openmpi-bin         # PMIx bootstrap, and a PMIx launcher to test it
+  iproute2 kmod                   # `rdma link`, modinfo (guest image)
+  qemu-system-x86 busybox-static cpio  # the test guest
+  python3-pytest valgrind         # the suite
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+  echo "emunic: missing Debian packages; run:" >&2
+  echo "  sudo apt-get update && sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
+  exit 1
+fi
+echo "emunic: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+log=$(mktemp)
+if ! apt-get install -y --no-install-recommends "${missing[@]}" >"$log" 2>&1; then
+  apt-get update >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
+  apt-get install -y --no-install-recommends "${missing[@]}" >"$log" 2>&1 || { tail -20 "$log" >&2; exit 1; }
+fi
+rm -f "$log"

@@ -1,0 +1,95 @@
+"""Fixtures that run emunic's binaries on a real rxe (or HCA) device.
+
+`rxe` runs a shell command where an RDMA device is: directly on the host when
+it has an ACTIVE verbs port, else inside the emunic guest VM, booted once for
+the whole session.  `guest_pair` boots two guests joined by a socket netdev.
+"""
+import glob
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "build", "bin")
+SANBIN = os.path.join(ROOT, "build", "san", "bin")
+sys.path.insert(0, os.path.join(ROOT, "guest-images"))
+
+import guest as guestlib  # noqa: E402
+
+_timings = {}
+
+
+def host_has_rdma():
+    for f in glob.glob("/sys/class/infiniband/*/ports/*/state"):
+        with open(f) as fh:
+            if "ACTIVE" in fh.read():
+                return True
+    return False
+
+
+class HostRunner:
+    where = "host"
+
+    def run(self, cmd, timeout=120, env=None):
+        e = dict(os.environ, **{k: str(v) for k, v in (env or {}).items()})
+        try:
+            p = subprocess.run(cmd, shell=True, cwd=ROOT, env=e, timeout=timeout,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        except subprocess.TimeoutExpired as ex:
+            return 124, (ex.stdout or b"").decode(errors="replace") + "\n[timed out]"
+        return p.returncode, p.stdout.decode(errors="replace")
+
+
+class GuestRunner:
+    where = "guest"
+
+    def __init__(self, g):
+        self.g = g
+
+    def run(self, cmd, timeout=120, env=None):
+        return self.g.run(cmd, timeout=timeout, cwd=ROOT, env=env)
+
+
+@pytest.fixture(scope="session")
+def rxe():
+    if host_has_rdma():
+        yield HostRunner()
+        return
+    guestlib.build_image()
+    g = guestlib.Guest().boot()
+    _timings["guest boot (s)"] = g.boot_seconds
+    try:
+        yield GuestRunner(g)
+    finally:
+        g.shutdown()
+
+
+@pytest.fixture(scope="session")
+def guest_pair():
+    guestlib.build_image()
+    pair = guestlib.GuestPair(mem_mb=2048).boot()
+    _timings["two-guest boot (s)"] = max(g.boot_seconds for g in pair.guests)
+    try:
+        yield pair
+    finally:
+        pair.shutdown()
+
+
+def host(cmd, timeout=60):
+    """Run on the host itself (for the no-RDMA error paths)."""
+    p = subprocess.run(cmd, shell=True, cwd=ROOT, timeout=timeout,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return p.returncode, p.stdout.decode(errors="replace")
+
+
+def pytest_sessionstart(session):
+    _timings["t0"] = time.monotonic()
+
+
+def pytest_terminal_summary(terminalreporter):
+    wall = time.monotonic() - _timings.pop("t0", time.monotonic())
+    parts = ["%s %.1f" % (k, v) for k, v in _timings.items()]
+    terminalreporter.write_line("emunic: suite wall time %.1f s; %s" % (wall, ", ".join(parts) or "no guest"))
