@@ -28,7 +28,7 @@ LIB_SRCS  := $(sort $(wildcard emunic/*.c emunic/*/*.c shim/*.c engines/*/*.c))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(O)/obj/%.o)
 TOOLS     := $(patsubst tools/%.c,$(O)/bin/%,$(wildcard tools/*.c))
 TESTBINS  := $(patsubst tests/bin/%.c,$(O)/bin/%,$(wildcard tests/bin/*.c))
-HEADERS   := $(wildcard include/*.h emunic/*.h emunic/*/*.h engines/*/*.h shim/*.h)
+HEADERS   := $(wildcard include/*.h include/*/*.h emunic/*.h emunic/*/*.h engines/*/*.h shim/*.h)
 
 all: $(O)/lib/libemunic.a $(O)/lib/libemunic.so $(TOOLS) $(TESTBINS)
 
@@ -54,7 +54,7 @@ $(O)/bin/%: tests/bin/%.c $(O)/lib/libemunic.a $(HEADERS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/lib/libemunic.a $(LDLIBS)
 
 # Every public header compiles on its own.
-hdrcheck: $(patsubst include/%.h,$(O)/hdrcheck/%.o,$(wildcard include/*.h))
+hdrcheck: $(patsubst include/%.h,$(O)/hdrcheck/%.o,$(wildcard include/*.h include/*/*.h))
 $(O)/hdrcheck/%.o: include/%.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -x c -c $< -o $@

@@ -17,12 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#define CONN_MAGIC 0x656d6e63u	/* "emnc" */
 
-struct conn_hello {
-	uint32_t magic;
-	int32_t rank;
-};
 
 void emunic_qp_opts_default(struct emunic_qp_opts *o)
 {
@@ -56,46 +51,57 @@ static int create_qp(struct emunic_mesh *m, struct emunic_conn *c)
 	return 0;
 }
 
-/* INIT, RTR, RTS as rdma_cm computes them, with the mesh's retry settings. */
-static int move_qp(struct emunic_mesh *m, struct emunic_conn *c, enum ibv_qp_state to)
+/* INIT, RTR, RTS as rdma_cm computes them, with our own retry settings. */
+int emunic_cm_qp_move(struct rdma_cm_id *id, struct ibv_qp *qp, const struct emunic_qp_opts *o,
+		      enum ibv_qp_state to, int peer)
 {
 	struct ibv_qp_attr a;
 	int mask, r;
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = to;
-	r = rdma_init_qp_attr(c->id, &a, &mask);
+	r = rdma_init_qp_attr(id, &a, &mask);
 	if (r)
 		return emunic_err(-errno, "peer %d qp %u: rdma_init_qp_attr(state %d) failed (%s)",
-				  c->peer, c->qp->qp_num, to, strerror(errno));
+				  peer, qp->qp_num, to, strerror(errno));
 	if (to == IBV_QPS_INIT) {
 		a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 				    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 	} else if (to == IBV_QPS_RTR) {
-		a.min_rnr_timer = m->opts.min_rnr_timer;
-		a.max_dest_rd_atomic = m->opts.rd_atomic;
+		a.min_rnr_timer = o->min_rnr_timer;
+		a.max_dest_rd_atomic = o->rd_atomic;
 	} else if (to == IBV_QPS_RTS) {
-		a.retry_cnt = m->opts.retry_cnt;
-		a.rnr_retry = m->opts.rnr_retry;
-		a.timeout = m->opts.timeout;
-		a.max_rd_atomic = m->opts.rd_atomic;
+		a.retry_cnt = o->retry_cnt;
+		a.rnr_retry = o->rnr_retry;
+		a.timeout = o->timeout;
+		a.max_rd_atomic = o->rd_atomic;
 	}
-	if (ibv_modify_qp(c->qp, &a, mask))
+	if (ibv_modify_qp(qp, &a, mask))
 		return emunic_err(-errno, "peer %d qp %u: ibv_modify_qp to state %d failed (%s)",
-				  c->peer, c->qp->qp_num, to, strerror(errno));
+				  peer, qp->qp_num, to, strerror(errno));
 	return 0;
 }
 
-static void conn_params(struct emunic_mesh *m, struct emunic_conn *c, struct rdma_conn_param *p,
-			struct conn_hello *h)
+static int move_qp(struct emunic_mesh *m, struct emunic_conn *c, enum ibv_qp_state to)
 {
-	*h = (struct conn_hello){ .magic = CONN_MAGIC, .rank = m->rank };
+	return emunic_cm_qp_move(c->id, c->qp, &m->opts, to, c->peer);
+}
+
+void emunic_cm_params(const struct emunic_qp_opts *o, uint32_t qpn, struct emunic_conn_hello *h,
+		      struct rdma_conn_param *p)
+{
 	*p = (struct rdma_conn_param){
 		.private_data = h, .private_data_len = sizeof(*h),
-		.responder_resources = m->opts.rd_atomic, .initiator_depth = m->opts.rd_atomic,
-		.retry_count = m->opts.retry_cnt, .rnr_retry_count = m->opts.rnr_retry,
-		.qp_num = c->qp->qp_num,
+		.responder_resources = o->rd_atomic, .initiator_depth = o->rd_atomic,
+		.retry_count = o->retry_cnt, .rnr_retry_count = o->rnr_retry, .qp_num = qpn,
 	};
+}
+
+static void conn_params(struct emunic_mesh *m, struct emunic_conn *c, struct rdma_conn_param *p,
+			struct emunic_conn_hello *h)
+{
+	*h = (struct emunic_conn_hello){ .magic = EMUNIC_CONN_MAGIC, .rank = m->rank };
+	emunic_cm_params(&m->opts, c->qp->qp_num, h, p);
 }
 
 static int start_connect(struct emunic_mesh *m, int peer)
@@ -113,12 +119,12 @@ static int start_connect(struct emunic_mesh *m, int peer)
 
 static int on_connect_request(struct emunic_mesh *m, struct rdma_cm_event *ev)
 {
-	const struct conn_hello *h = ev->param.conn.private_data;
+	const struct emunic_conn_hello *h = ev->param.conn.private_data;
 	struct rdma_conn_param p;
-	struct conn_hello mine;
+	struct emunic_conn_hello mine;
 	struct emunic_conn *c;
 
-	if (!h || ev->param.conn.private_data_len < sizeof(*h) || h->magic != CONN_MAGIC ||
+	if (!h || ev->param.conn.private_data_len < sizeof(*h) || h->magic != EMUNIC_CONN_MAGIC ||
 	    h->rank <= m->rank || h->rank >= m->size || m->conn[h->rank].id) {
 		emunic_info("rejecting a connection request (not from an expected peer)");
 		rdma_reject(ev->id, NULL, 0);
@@ -141,7 +147,7 @@ static int on_event(struct emunic_mesh *m, struct rdma_cm_event *ev)
 {
 	struct emunic_conn *c = ev->id->context;
 	struct rdma_conn_param p;
-	struct conn_hello mine;
+	struct emunic_conn_hello mine;
 
 	switch (ev->event) {
 	case RDMA_CM_EVENT_CONNECT_REQUEST:

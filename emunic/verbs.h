@@ -61,6 +61,20 @@ struct emunic_qp_opts {
 };
 void emunic_qp_opts_default(struct emunic_qp_opts *o);
 
+/* Private data of a connection request: who asks, for which of its QPs. */
+#define EMUNIC_CONN_MAGIC 0x656d6e63u	/* "emnc" */
+struct emunic_conn_hello {
+	uint32_t magic;
+	int32_t rank;
+	int32_t index;		/* the k-th QP between the two ranks */
+	uint32_t pad;
+};
+/* Moves qp to INIT, RTR or RTS from rdma_init_qp_attr() with o's settings. */
+int emunic_cm_qp_move(struct rdma_cm_id *id, struct ibv_qp *qp, const struct emunic_qp_opts *o,
+		      enum ibv_qp_state to, int peer);
+void emunic_cm_params(const struct emunic_qp_opts *o, uint32_t qpn, struct emunic_conn_hello *h,
+		      struct rdma_conn_param *p);
+
 struct emunic_conn {
 	int peer;
 	struct rdma_cm_id *id;

@@ -34,6 +34,41 @@ int  emunic_boot_barrier(struct emunic_boot *b);
 /* Tells the launcher this rank finished its part of the exchange cleanly. */
 void emunic_boot_fini(struct emunic_boot *b);
 
+/* ---- the device and its progress core ----------------------------------- */
+
+/*
+ * A device is one verbs device driven by one progress core: a thread, pinned
+ * to its own CPU, that drains the app's command rings, polls every CQ and
+ * posts the work that became eligible.  App calls enqueue and return; nothing
+ * needs a progress call to move.
+ */
+struct emunic_dev;
+
+enum emunic_idle {
+	EMUNIC_IDLE_DEFAULT = 0,	/* $EMUNIC_IDLE, else spin when a CPU is free */
+	EMUNIC_IDLE_SPIN,		/* busy-poll (a dedicated core) */
+	EMUNIC_IDLE_SLEEP,		/* block in io_uring when idle (laptops, VMs) */
+};
+
+struct emunic_dev_attr {
+	const char *device;		/* NULL: $EMUNIC_DEVICE, else the first active */
+	int cpu;			/* progress core CPU; -1: $EMUNIC_CPU, else none */
+	enum emunic_idle idle;
+	unsigned ring_entries;		/* command ring (0: 4096) */
+	int connect_timeout_ms;		/* 0: 30000 */
+};
+void emunic_dev_attr_init(struct emunic_dev_attr *a);
+
+/* Opens the device and starts its progress core.  Collective: every rank of
+ * the job calls it (connection addresses are exchanged through boot). */
+int emunic_dev_open(struct emunic_boot *boot, const struct emunic_dev_attr *attr, struct emunic_dev **out);
+/* Stops the core: work still in flight completes with EMUNIC_WC_CANCELED. */
+int emunic_dev_close(struct emunic_dev *dev);
+int emunic_dev_rank(const struct emunic_dev *dev);
+int emunic_dev_size(const struct emunic_dev *dev);
+const char *emunic_dev_name(const struct emunic_dev *dev);
+enum emunic_idle emunic_dev_idle(const struct emunic_dev *dev);
+
 /* ---- diagnostics -------------------------------------------------------- */
 
 /* Tags every message this process prints with its rank (-1: none yet). */
@@ -43,4 +78,7 @@ int  emunic_log_rank(void);
 #ifdef __cplusplus
 }
 #endif
+
+#include <emunic/mq.h>
+
 #endif /* EMUNIC_H */

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The progress core's objects.  App threads touch only what is marked
+ * "app" (under dev->post_lock) and the rings; everything marked "core" is
+ * read and written by the progress thread alone.
+ */
+#ifndef EMUNIC_CORE_H
+#define EMUNIC_CORE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "emunic/verbs.h"
+#include "emunic/core/ring.h"
+
+enum cmd_type {
+	CMD_TASK = 1,		/* one task of a list; lists are published whole */
+	CMD_OBJ_CREATE,		/* link an object; QPs start connecting */
+	CMD_OBJ_DESTROY,
+};
+
+/* A task as the core runs it: counts resolved to absolute targets at post. */
+struct core_task {
+	struct emunic_task t;
+	struct emunic_mq *mq;
+	uint64_t target;	/* WAIT: cq count to reach; *_EN: enable up to */
+};
+
+struct cmd {
+	uint32_t type;
+	void *obj;		/* CMD_QP_CREATE / CMD_OBJ_DESTROY */
+	struct core_task task;
+};
+
+/* A FIFO of tasks a queue holds (software WQEs). */
+struct task_fifo {
+	struct core_task *q;
+	uint32_t mask;
+	uint64_t head;		/* next to hand to verbs (or to run, on the MQ) */
+	uint64_t done;		/* completed (verbs queues: in order) */
+	uint64_t tail;		/* posted */
+	_Atomic uint64_t completed;	/* read by the app for its room check */
+	uint64_t posted;		/* app: tasks posted (room = posted - completed) */
+};
+
+enum obj_kind { OBJ_CQ = 1, OBJ_QP, OBJ_MQ, OBJ_MR };
+
+struct obj {
+	enum obj_kind kind;
+	struct emunic_dev *dev;
+	struct obj *next;		/* core: device's list */
+	_Atomic bool dead;		/* app: destroy was called */
+	_Atomic bool gone;		/* core: released, the app may free */
+};
+
+struct emunic_cq {
+	struct obj o;
+	unsigned flags;
+	_Atomic uint64_t count;		/* completions produced */
+	uint64_t wait_index, wait_count;	/* app: WAIT base (post time) */
+	uint64_t covered;		/* core: highest WAIT target seen */
+	struct emunic_ring wc;		/* core -> app: completions to poll */
+	_Atomic uint64_t overrun;
+};
+
+enum qp_state { QP_NEW, QP_CONNECTING, QP_UP, QP_ERROR, QP_CLOSED };
+
+struct emunic_qp {
+	struct obj o;
+	int peer, index;		/* index: k-th QP to this peer */
+	struct emunic_qp_attr attr;
+	uint64_t sq_posted, sq_claimed;	/* app: for SEND_EN validation */
+	uint64_t rq_posted, rq_claimed;
+	/* core */
+	struct rdma_cm_id *id;
+	struct ibv_qp *vqp;
+	_Atomic int state;
+	_Atomic uint32_t qpn;
+	struct task_fifo sq, rq;
+	uint64_t sq_enabled, rq_enabled;	/* managed: released up to */
+	bool flushing;
+};
+
+struct emunic_mq {
+	struct obj o;
+	struct task_fifo q;		/* WAIT / SEND_EN / RECV_EN */
+	struct emunic_ring wc;		/* core -> app: SIGNAL completions */
+	_Atomic uint32_t seq;		/* futex word: bumped per completion */
+	_Atomic int waiters;
+};
+
+struct emunic_mr {
+	struct obj o;
+	struct ibv_mr *mr;
+};
+
+/* A connection request that came before the QP it is for was created. */
+struct parked_req {
+	struct rdma_cm_id *id;
+	int peer, index;
+	struct parked_req *next;
+};
+
+struct emunic_dev {
+	struct emunic_vdev *v;
+	struct emunic_boot *boot;
+	int rank, size;
+	struct emunic_dev_attr attr;
+	enum emunic_idle idle;
+
+	/* app side */
+	pthread_mutex_t post_lock;	/* one producer at a time; lists whole */
+	struct emunic_ring cmd;
+	int *qp_seq;			/* QPs made to each peer so far */
+
+	/* core side */
+	pthread_t thread;
+	_Atomic bool stop;
+	_Atomic bool sleeping;
+	int doorbell;			/* eventfd */
+	struct ibv_comp_channel *chan;
+	struct ibv_cq *vcq;
+	struct rdma_event_channel *cm;
+	struct rdma_cm_id *listen;
+	struct sockaddr_in *addr;	/* every rank's listener */
+	struct obj *objs;
+	struct parked_req *parked;
+	void *uring;			/* struct io_uring, sleep mode */
+	uint64_t loops, sleeps;
+};
+
+/* progress.c: the loop */
+void *emunic_core_main(void *arg);
+void emunic_core_doorbell(struct emunic_dev *d);
+
+/* idle.c: sleep mode */
+int emunic_idle_init(struct emunic_dev *d);
+void emunic_idle_sleep(struct emunic_dev *d);
+void emunic_idle_fini(struct emunic_dev *d);
+
+/* cm.c: connections on the core */
+int emunic_cm_listen(struct emunic_dev *d);
+void emunic_cm_start(struct emunic_dev *d, struct emunic_qp *qp);
+int emunic_cm_events(struct emunic_dev *d);
+void emunic_cm_fini(struct emunic_dev *d);
+
+/* mq/exec.c: the MQ rules at run time */
+void emunic_exec_task(struct emunic_dev *d, struct core_task *t);
+int emunic_exec_mqs(struct emunic_dev *d);
+int emunic_exec_push(struct emunic_dev *d);
+int emunic_exec_poll(struct emunic_dev *d);
+void emunic_exec_cancel_all(struct emunic_dev *d);
+void emunic_exec_qp_error(struct emunic_qp *qp, int status);
+
+/* mq/objects.c */
+void emunic_obj_release(struct emunic_dev *d, struct obj *o);
+int fifo_init(struct task_fifo *f, uint32_t entries);
+
+#endif

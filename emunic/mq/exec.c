@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The management-queue rules at run time, on the progress core (the rules
+ * at post time are in post.c).  Each queue runs its tasks in order as they
+ * become eligible:
+ *   - a QP's send (receive) queue hands its next task to verbs when the QP is
+ *     up, the verbs queue has room and, if MANAGED_SEND (MANAGED_RECV), an
+ *     enable has released it;
+ *   - an MQ runs WAIT (blocks until the CQ's count reaches the target fixed at
+ *     post time), SEND_EN and RECV_EN (raise the QP's released count) in order;
+ *   - every verbs completion is counted on its CQ; it is queued for the app's
+ *     poll unless a WAIT already posted covers it (or the CQ is COUNT_ONLY);
+ *     a SIGNAL task also puts one completion on its MQ.
+ */
+#include "emunic/core/core.h"
+#include "emunic/log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static bool is_recv_op(int op) { return op == EMUNIC_TASK_RECV; }
+
+static struct core_task *fifo_at(struct task_fifo *f, uint64_t i) { return &f->q[i & f->mask]; }
+
+static void mq_complete(struct emunic_mq *mq, const struct emunic_wc *wc)
+{
+	if (!emunic_ring_push(&mq->wc, wc)) {
+		emunic_info("MQ completion queue full: wr_id %llu lost (poll the MQ)",
+			    (unsigned long long)wc->wr_id);
+		return;
+	}
+	atomic_fetch_add_explicit(&mq->seq, 1, memory_order_release);
+	if (atomic_load(&mq->waiters))
+		syscall(SYS_futex, &mq->seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+static void cq_complete(struct emunic_cq *cq, const struct emunic_wc *wc)
+{
+	uint64_t n = atomic_fetch_add_explicit(&cq->count, 1, memory_order_release) + 1;
+
+	if (n <= cq->covered || (cq->flags & EMUNIC_CQ_COUNT_ONLY))
+		return;		/* consumed by a WAIT */
+	if (!emunic_ring_push(&cq->wc, wc))
+		atomic_fetch_add(&cq->overrun, 1);
+}
+
+/* One data task finished (verbs completion, flush, or cancel). */
+static void task_done(struct emunic_qp *qp, struct core_task *t, int status, const struct ibv_wc *vwc)
+{
+	struct emunic_wc wc = {
+		.wr_id = t->t.wr_id, .status = status, .op = t->t.op, .peer = qp->peer,
+		.qp_num = atomic_load(&qp->qpn),
+	};
+	struct emunic_cq *cq = is_recv_op(t->t.op) ? qp->attr.recv_cq : qp->attr.send_cq;
+
+	if (vwc) {
+		wc.byte_len = vwc->byte_len;
+		wc.has_imm = !!(vwc->wc_flags & IBV_WC_WITH_IMM);
+		wc.imm = wc.has_imm ? ntohl(vwc->imm_data) : 0;
+	}
+	if (cq)
+		cq_complete(cq, &wc);
+	if ((t->t.flags & EMUNIC_TASK_SIGNAL) && t->mq)
+		mq_complete(t->mq, &wc);
+}
+
+void emunic_exec_task(struct emunic_dev *d, struct core_task *t)
+{
+	struct task_fifo *f;
+
+	(void)d;
+	switch (t->t.op) {
+	case EMUNIC_TASK_WAIT:
+		if (t->target > t->t.cq->covered)
+			t->t.cq->covered = t->target;
+		/* fallthrough */
+	case EMUNIC_TASK_SEND_EN:
+	case EMUNIC_TASK_RECV_EN:
+		f = &t->mq->q;
+		break;
+	case EMUNIC_TASK_RECV:
+		f = &t->t.qp->rq;
+		break;
+	default:
+		f = &t->t.qp->sq;
+		break;
+	}
+	*fifo_at(f, f->tail++) = *t;	/* room was checked at post time */
+}
+
+/* ---- verbs queues ---------------------------------------------------------- */
+
+static int post_one(struct emunic_qp *qp, struct core_task *ct, bool recv)
+{
+	struct emunic_task *t = &ct->t;
+	struct ibv_sge sge = { .addr = (uintptr_t)t->addr, .length = t->len,
+			       .lkey = t->mr ? t->mr->mr->lkey : 0 };
+	struct ibv_send_wr wr = { .wr_id = (uintptr_t)qp, .sg_list = &sge, .num_sge = t->len ? 1 : 0 }, *bad;
+	struct ibv_recv_wr rwr = { .wr_id = (uintptr_t)qp | 1, .sg_list = &sge, .num_sge = t->len ? 1 : 0 }, *rbad;
+
+	if (recv)
+		return ibv_post_recv(qp->vqp, &rwr, &rbad);
+	switch (t->op) {
+	case EMUNIC_TASK_SEND: wr.opcode = IBV_WR_SEND; break;
+	case EMUNIC_TASK_WRITE: wr.opcode = IBV_WR_RDMA_WRITE; break;
+	case EMUNIC_TASK_WRITE_IMM:
+		wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		wr.imm_data = htonl(t->imm);
+		break;
+	case EMUNIC_TASK_READ: wr.opcode = IBV_WR_RDMA_READ; break;
+	case EMUNIC_TASK_FETCH_ADD:
+		wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+		wr.wr.atomic.remote_addr = t->remote_addr;
+		wr.wr.atomic.rkey = t->rkey;
+		wr.wr.atomic.compare_add = t->add;
+		break;
+	}
+	if (t->op != EMUNIC_TASK_FETCH_ADD) {
+		wr.wr.rdma.remote_addr = t->remote_addr;
+		wr.wr.rdma.rkey = t->rkey;
+	}
+	return ibv_post_send(qp->vqp, &wr, &bad);
+}
+
+/* A failed QP: tasks verbs never saw complete now with status; those in
+ * verbs complete when verbs flushes them (in emunic_exec_poll). */
+static void flush_unposted(struct emunic_qp *qp, struct task_fifo *f, int status)
+{
+	for (uint64_t i = f->head; i < f->tail; i++)
+		task_done(qp, fifo_at(f, i), status, NULL);
+	atomic_fetch_add_explicit(&f->completed, f->tail - f->head, memory_order_release);
+	f->tail = f->head;
+}
+
+void emunic_exec_qp_error(struct emunic_qp *qp, int status)
+{
+	flush_unposted(qp, &qp->sq, status);
+	flush_unposted(qp, &qp->rq, status);
+}
+
+/* Device closing: every task still held, in verbs or not, is canceled. */
+static void cancel_fifo(struct emunic_qp *qp, struct task_fifo *f)
+{
+	for (uint64_t i = f->done; i < f->tail; i++)
+		task_done(qp, fifo_at(f, i), EMUNIC_WC_CANCELED, NULL);
+	atomic_fetch_add_explicit(&f->completed, f->tail - f->done, memory_order_release);
+	f->done = f->head = f->tail;
+}
+
+static int push_fifo(struct emunic_qp *qp, struct task_fifo *f, uint64_t released, bool recv)
+{
+	int n = 0;
+
+	while (f->head < f->tail && f->head < released && f->head - f->done < qp->attr.depth) {
+		int r = post_one(qp, fifo_at(f, f->head), recv);
+
+		if (r) {
+			emunic_info("peer %d qp %u: posting %s failed (%s)", qp->peer, atomic_load(&qp->qpn),
+				    emunic_task_op_str(fifo_at(f, f->head)->t.op), strerror(r));
+			break;
+		}
+		f->head++;
+		n++;
+	}
+	return n;
+}
+
+int emunic_exec_push(struct emunic_dev *d)
+{
+	int n = 0;
+
+	for (struct obj *o = d->objs; o; o = o->next) {
+		struct emunic_qp *qp = (struct emunic_qp *)o;
+
+		if (o->kind != OBJ_QP)
+			continue;
+		if (atomic_load(&qp->state) == QP_ERROR) {
+			emunic_exec_qp_error(qp, EMUNIC_WC_WR_FLUSH_ERR);
+			continue;
+		}
+		if (atomic_load(&qp->state) != QP_UP)
+			continue;
+		n += push_fifo(qp, &qp->sq, (qp->attr.flags & EMUNIC_QP_MANAGED_SEND) ? qp->sq_enabled : UINT64_MAX,
+			       false);
+		n += push_fifo(qp, &qp->rq, (qp->attr.flags & EMUNIC_QP_MANAGED_RECV) ? qp->rq_enabled : UINT64_MAX,
+			       true);
+	}
+	return n;
+}
+
+int emunic_exec_poll(struct emunic_dev *d)
+{
+	struct ibv_wc wc[32];
+	int n = ibv_poll_cq(d->vcq, 32, wc);
+
+	for (int i = 0; i < n; i++) {
+		struct emunic_qp *qp = (struct emunic_qp *)(uintptr_t)(wc[i].wr_id & ~(uint64_t)1);
+		struct task_fifo *f = (wc[i].wr_id & 1) ? &qp->rq : &qp->sq;
+		struct core_task *t = fifo_at(f, f->done++);
+
+		atomic_fetch_add_explicit(&f->completed, 1, memory_order_release);
+		if (wc[i].status != IBV_WC_SUCCESS) {
+			if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
+				emunic_info("peer %d qp %u: %s (wr_id %llu) failed: %s", qp->peer, wc[i].qp_num,
+					    emunic_task_op_str(t->t.op), (unsigned long long)t->t.wr_id,
+					    ibv_wc_status_str(wc[i].status));
+			atomic_store(&qp->state, QP_ERROR);
+		}
+		task_done(qp, t, (int)wc[i].status, &wc[i]);
+	}
+	return n > 0 ? n : 0;
+}
+
+/* ---- management queues ----------------------------------------------------- */
+
+static int run_mq(struct emunic_mq *mq)
+{
+	struct task_fifo *f = &mq->q;
+	int n = 0;
+
+	while (f->head < f->tail) {
+		struct core_task *t = fifo_at(f, f->head);
+		struct emunic_wc wc = { .wr_id = t->t.wr_id, .op = t->t.op, .peer = -1 };
+
+		switch (t->t.op) {
+		case EMUNIC_TASK_WAIT:
+			if (atomic_load_explicit(&t->t.cq->count, memory_order_acquire) < t->target)
+				return n;	/* blocks the queue, as on the HCA */
+			break;
+		case EMUNIC_TASK_SEND_EN:
+			if (t->target > t->t.qp->sq_enabled)
+				t->t.qp->sq_enabled = t->target;
+			break;
+		case EMUNIC_TASK_RECV_EN:
+			if (t->target > t->t.qp->rq_enabled)
+				t->t.qp->rq_enabled = t->target;
+			break;
+		}
+		if (t->t.flags & EMUNIC_TASK_SIGNAL)
+			mq_complete(mq, &wc);
+		f->head++;
+		f->done++;
+		atomic_fetch_add_explicit(&f->completed, 1, memory_order_release);
+		n++;
+	}
+	return n;
+}
+
+int emunic_exec_mqs(struct emunic_dev *d)
+{
+	int n = 0;
+
+	for (struct obj *o = d->objs; o; o = o->next)
+		if (o->kind == OBJ_MQ)
+			n += run_mq((struct emunic_mq *)o);
+	return n;
+}
+
+/* Device closing: whatever has not finished completes as CANCELED. */
+void emunic_exec_cancel_all(struct emunic_dev *d)
+{
+	for (struct obj *o = d->objs; o; o = o->next) {
+		if (o->kind == OBJ_QP) {
+			cancel_fifo((struct emunic_qp *)o, &((struct emunic_qp *)o)->sq);
+			cancel_fifo((struct emunic_qp *)o, &((struct emunic_qp *)o)->rq);
+		} else if (o->kind == OBJ_MQ) {
+			struct emunic_mq *mq = (struct emunic_mq *)o;
+
+			for (; mq->q.head < mq->q.tail; mq->q.head++) {
+				struct core_task *t = fifo_at(&mq->q, mq->q.head);
+				struct emunic_wc wc = { .wr_id = t->t.wr_id, .op = t->t.op, .peer = -1,
+							.status = EMUNIC_WC_CANCELED };
+
+				if (t->t.flags & EMUNIC_TASK_SIGNAL)
+					mq_complete(mq, &wc);
+			}
+		}
+	}
+}

@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * CQs, QPs, MQs and memory regions: made by the app thread, handed to the
+ * progress core through the command ring (which links them and, for QPs,
+ * connects them), and released by the core before the app frees them.
+ */
+#include "emunic/core/core.h"
+#include "emunic/log.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static void nap_us(long us)
+{
+	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Control commands wait (bounded) for ring room rather than fail. */
+static int send_cmd(struct emunic_dev *d, uint32_t type, struct obj *o)
+{
+	struct cmd c = { .type = type, .obj = o };
+	bool ok = false;
+
+	for (int i = 0; i < 10000 && !ok; i++) {
+		pthread_mutex_lock(&d->post_lock);
+		ok = emunic_ring_push(&d->cmd, &c);
+		pthread_mutex_unlock(&d->post_lock);
+		if (!ok)
+			nap_us(100);
+	}
+	if (!ok)
+		return emunic_err(-ENOSPC, "command ring full for 1 s: is the progress core stuck?");
+	emunic_core_doorbell(d);
+	return 0;
+}
+
+static void obj_init(struct obj *o, struct emunic_dev *d, enum obj_kind k)
+{
+	o->kind = k;
+	o->dev = d;
+	atomic_init(&o->dead, false);
+	atomic_init(&o->gone, false);
+}
+
+/* Destroy: the core unlinks and releases; the app frees once it is gone. */
+static int obj_destroy(struct obj *o, const char *what)
+{
+	if (!o || atomic_exchange(&o->dead, true))
+		return emunic_err(-EINVAL, "%s_destroy: not a live %s", what, what);
+	if (send_cmd(o->dev, CMD_OBJ_DESTROY, o))
+		return -EIO;
+	for (int i = 0; i < 100000 && !atomic_load(&o->gone); i++)
+		nap_us(100);
+	if (!atomic_load(&o->gone))
+		return emunic_err(-ETIMEDOUT, "%s_destroy: the progress core did not release it in 10 s", what);
+	return 0;
+}
+
+int fifo_init(struct task_fifo *f, uint32_t entries)
+{
+	uint32_t n = 1;
+
+	while (n < entries)
+		n <<= 1;
+	f->q = calloc(n, sizeof(*f->q));
+	f->mask = n - 1;
+	return f->q ? 0 : -ENOMEM;
+}
+
+/* Core: drop an object (its tasks were completed or canceled already). */
+void emunic_obj_release(struct emunic_dev *d, struct obj *o)
+{
+	for (struct obj **pp = &d->objs; *pp; pp = &(*pp)->next)
+		if (*pp == o) {
+			*pp = o->next;
+			break;
+		}
+	if (o->kind == OBJ_QP) {
+		struct emunic_qp *qp = (struct emunic_qp *)o;
+
+		if (qp->id && atomic_load(&qp->state) == QP_UP)
+			rdma_disconnect(qp->id);
+		if (qp->vqp)
+			ibv_destroy_qp(qp->vqp);
+		if (qp->id)
+			rdma_destroy_id(qp->id);
+		qp->vqp = NULL;
+		qp->id = NULL;
+	}
+	atomic_store_explicit(&o->gone, true, memory_order_release);
+}
+
+/* ---- memory ----------------------------------------------------------------- */
+
+int emunic_mr_reg(struct emunic_dev *d, void *addr, size_t len, struct emunic_mr **out)
+{
+	struct emunic_mr *m;
+
+	if (!d || !out || (!addr && len))
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	obj_init(&m->o, d, OBJ_MR);
+	m->mr = ibv_reg_mr(d->v->pd, addr, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	if (!m->mr) {
+		int e = errno;
+
+		free(m);
+		return emunic_err(-e, "ibv_reg_mr of %zu bytes failed (%s)", len, strerror(e));
+	}
+	*out = m;
+	return 0;
+}
+
+int emunic_mr_dereg(struct emunic_mr *m)
+{
+	if (!m || atomic_exchange(&m->o.dead, true))
+		return -EINVAL;
+	ibv_dereg_mr(m->mr);
+	free(m);
+	return 0;
+}
+
+struct emunic_rkey emunic_mr_rkey(const struct emunic_mr *m)
+{
+	return (struct emunic_rkey){ .addr = (uintptr_t)m->mr->addr, .rkey = m->mr->rkey };
+}
+
+/* ---- CQs ---------------------------------------------------------------------- */
+
+int emunic_cq_create(struct emunic_dev *d, unsigned depth, unsigned flags, struct emunic_cq **out)
+{
+	struct emunic_cq *cq;
+
+	if (!d || !out || (flags & ~EMUNIC_CQ_COUNT_ONLY))
+		return -EINVAL;
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return -ENOMEM;
+	obj_init(&cq->o, d, OBJ_CQ);
+	cq->flags = flags;
+	if (emunic_ring_init(&cq->wc, depth ? depth : 1024, sizeof(struct emunic_wc))) {
+		free(cq);
+		return -ENOMEM;
+	}
+	if (send_cmd(d, CMD_OBJ_CREATE, &cq->o)) {
+		emunic_ring_fini(&cq->wc);
+		free(cq);
+		return -EIO;
+	}
+	*out = cq;
+	return 0;
+}
+
+int emunic_cq_destroy(struct emunic_cq *cq)
+{
+	int r = obj_destroy(cq ? &cq->o : NULL, "cq");
+
+	if (!r) {
+		emunic_ring_fini(&cq->wc);
+		free(cq);
+	}
+	return r;
+}
+
+int emunic_cq_poll(struct emunic_cq *cq, struct emunic_wc *wc, int n)
+{
+	int got = 0;
+	void *e;
+
+	if (!cq || !wc || n < 0 || atomic_load(&cq->o.dead))
+		return -EINVAL;
+	while (got < n && (e = emunic_ring_peek(&cq->wc))) {
+		memcpy(&wc[got++], e, sizeof(*wc));
+		emunic_ring_pop(&cq->wc);
+	}
+	return got;
+}
+
+uint64_t emunic_cq_count(const struct emunic_cq *cq)
+{
+	return atomic_load_explicit(&((struct emunic_cq *)cq)->count, memory_order_acquire);
+}
+
+/* ---- QPs ---------------------------------------------------------------------- */
+
+void emunic_qp_attr_init(struct emunic_qp_attr *a)
+{
+	*a = (struct emunic_qp_attr){ .depth = 256, .rnr_retry = 7, .retry_cnt = 7, .timeout = 14 };
+}
+
+int emunic_qp_create(struct emunic_dev *d, int peer, const struct emunic_qp_attr *attr, struct emunic_qp **out)
+{
+	struct emunic_qp *qp;
+
+	if (!d || !out || !attr)
+		return -EINVAL;
+	if (peer < 0 || peer >= d->size || peer == d->rank)
+		return emunic_err(-EINVAL, "qp_create: peer %d is not another rank of this job (size %d)",
+				  peer, d->size);
+	if (attr->flags & ~(EMUNIC_QP_MANAGED_SEND | EMUNIC_QP_MANAGED_RECV) ||
+	    (attr->send_cq && attr->send_cq->o.dev != d) || (attr->recv_cq && attr->recv_cq->o.dev != d) ||
+	    attr->rnr_retry > 7 || attr->retry_cnt > 7 || attr->timeout > 31)
+		return emunic_err(-EINVAL, "qp_create to peer %d: bad attributes", peer);
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return -ENOMEM;
+	obj_init(&qp->o, d, OBJ_QP);
+	qp->peer = peer;
+	qp->attr = *attr;
+	if (!qp->attr.depth)
+		qp->attr.depth = 256;
+	if (qp->attr.rnr_retry < 0)
+		qp->attr.rnr_retry = 7;
+	if (qp->attr.retry_cnt < 0)
+		qp->attr.retry_cnt = 7;
+	if (qp->attr.timeout < 0)
+		qp->attr.timeout = 14;
+	atomic_init(&qp->state, QP_NEW);
+	/* Held (managed) work can run far ahead of verbs: queues are deeper. */
+	if (fifo_init(&qp->sq, qp->attr.depth * 16) || fifo_init(&qp->rq, qp->attr.depth * 16)) {
+		free(qp->sq.q);
+		free(qp);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&d->post_lock);
+	qp->index = d->qp_seq[peer]++;
+	pthread_mutex_unlock(&d->post_lock);
+	if (send_cmd(d, CMD_OBJ_CREATE, &qp->o)) {
+		free(qp->sq.q);
+		free(qp->rq.q);
+		free(qp);
+		return -EIO;
+	}
+	*out = qp;
+	return 0;
+}
+
+int emunic_qp_destroy(struct emunic_qp *qp)
+{
+	int r = obj_destroy(qp ? &qp->o : NULL, "qp");
+
+	if (!r) {
+		free(qp->sq.q);
+		free(qp->rq.q);
+		free(qp);
+	}
+	return r;
+}
+
+int emunic_qp_peer(const struct emunic_qp *qp) { return qp->peer; }
+
+int emunic_qp_wait_connected(struct emunic_qp *qp, int timeout_ms)
+{
+	for (long waited = 0;; waited += 200) {
+		int s = atomic_load(&qp->state);
+
+		if (s == QP_UP)
+			return 0;
+		if (s == QP_ERROR)
+			return emunic_err(-ECONNREFUSED, "peer %d qp #%d: connection failed", qp->peer, qp->index);
+		if (timeout_ms >= 0 && waited / 1000 >= timeout_ms)
+			return emunic_err(-ETIMEDOUT, "peer %d qp #%d: not connected after %d ms (is the peer "
+					  "creating its QP to this rank?)", qp->peer, qp->index, timeout_ms);
+		nap_us(200);
+	}
+}
+
+/* ---- MQs ---------------------------------------------------------------------- */
+
+int emunic_mq_create(struct emunic_dev *d, unsigned depth, struct emunic_mq **out)
+{
+	struct emunic_mq *mq;
+
+	if (!d || !out)
+		return -EINVAL;
+	mq = calloc(1, sizeof(*mq));
+	if (!mq)
+		return -ENOMEM;
+	obj_init(&mq->o, d, OBJ_MQ);
+	if (!depth)
+		depth = 4096;
+	if (fifo_init(&mq->q, depth) || emunic_ring_init(&mq->wc, depth, sizeof(struct emunic_wc))) {
+		free(mq->q.q);
+		free(mq);
+		return -ENOMEM;
+	}
+	if (send_cmd(d, CMD_OBJ_CREATE, &mq->o)) {
+		free(mq->q.q);
+		emunic_ring_fini(&mq->wc);
+		free(mq);
+		return -EIO;
+	}
+	*out = mq;
+	return 0;
+}
+
+int emunic_mq_destroy(struct emunic_mq *mq)
+{
+	int r = obj_destroy(mq ? &mq->o : NULL, "mq");
+
+	if (!r) {
+		free(mq->q.q);
+		emunic_ring_fini(&mq->wc);
+		free(mq);
+	}
+	return r;
+}
+
+int emunic_mq_poll(struct emunic_mq *mq, struct emunic_wc *wc, int n)
+{
+	int got = 0;
+	void *e;
+
+	if (!mq || !wc || n < 0 || atomic_load(&mq->o.dead))
+		return -EINVAL;
+	while (got < n && (e = emunic_ring_peek(&mq->wc))) {
+		memcpy(&wc[got++], e, sizeof(*wc));
+		emunic_ring_pop(&mq->wc);
+	}
+	return got;
+}
+
+int emunic_mq_wait(struct emunic_mq *mq, struct emunic_wc *wc, int timeout_ms)
+{
+	struct timespec t0, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		uint32_t seq = atomic_load_explicit(&mq->seq, memory_order_acquire);
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+		int r = emunic_mq_poll(mq, wc, 1);
+		long ms;
+
+		if (r)
+			return r < 0 ? r : 0;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+		if (timeout_ms >= 0 && ms >= timeout_ms)
+			return -ETIMEDOUT;
+		/* Sleep on the completion counter; the core wakes waiters. */
+		atomic_fetch_add(&mq->waiters, 1);
+		syscall(SYS_futex, &mq->seq, FUTEX_WAIT_PRIVATE, seq, &ts, NULL, 0);
+		atomic_fetch_sub(&mq->waiters, 1);
+	}
+}

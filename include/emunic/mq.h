@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * emunic/mq.h — management queues, as CORE-Direct defined them, emulated by
+ * the progress core.  Include <emunic.h>, which includes this.
+ *
+ * Objects: CQs count completions (and queue them for emunic_cq_poll unless
+ * created COUNT_ONLY); QPs are RC connections to one peer whose sends
+ * (receives) are held until enabled when created MANAGED_SEND (MANAGED_RECV);
+ * an MQ takes task lists and has its own completion queue.
+ *
+ * The rules (DESIGN.md, "Management queues"), all enforced in emunic/mq/:
+ *  - SEND_EN(qp, n) / RECV_EN(qp, n) release the next n work requests posted
+ *    to that queue; n = 0 releases everything posted so far; enabling more
+ *    than was posted is -EINVAL and changes nothing.
+ *  - WAIT(cq, n) completes when cq has produced n completions counted from its
+ *    wait base; a WAIT flagged WAIT_EN_LAST advances the base by the largest
+ *    count since the last advance.  Completions a posted WAIT covers are not
+ *    returned by emunic_cq_poll.
+ *  - A task list is posted in order, to the queue each task names, never
+ *    interleaved with another list; each queue runs its tasks in order as
+ *    they become eligible.  WAIT, SEND_EN and RECV_EN run on the MQ's own
+ *    queue.  A task flagged SIGNAL puts one completion on the MQ.
+ *  - SEND_EN/RECV_EN on a QP not created MANAGED_SEND/MANAGED_RECV, a WAIT on
+ *    a CQ of another device or a destroyed CQ, an unknown opcode or an empty
+ *    list: -EINVAL at post time, and nothing of the list is posted.
+ *  - Counts are in work requests.  Every data task produces one completion on
+ *    its QP's send or receive CQ.
+ */
+#ifndef EMUNIC_MQ_H
+#define EMUNIC_MQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct emunic_dev;
+struct emunic_mr;
+struct emunic_cq;
+struct emunic_qp;
+struct emunic_mq;
+
+/* ---- completions ------------------------------------------------------ */
+
+/* Completion status: 0 is success; the rest mirror the verbs statuses so an
+ * error from the wire keeps its meaning (RNR_RETRY_EXC, RETRY_EXC, ...). */
+enum emunic_wc_status {
+	EMUNIC_WC_SUCCESS = 0,
+	EMUNIC_WC_LOC_LEN_ERR = 1,
+	EMUNIC_WC_LOC_QP_OP_ERR = 2,
+	EMUNIC_WC_LOC_PROT_ERR = 4,
+	EMUNIC_WC_WR_FLUSH_ERR = 5,
+	EMUNIC_WC_REM_ACCESS_ERR = 10,
+	EMUNIC_WC_REM_OP_ERR = 11,
+	EMUNIC_WC_RETRY_EXC_ERR = 12,
+	EMUNIC_WC_RNR_RETRY_EXC_ERR = 13,
+	EMUNIC_WC_GENERAL_ERR = 21,
+	EMUNIC_WC_CANCELED = 64,	/* emunic: the device closed first */
+	EMUNIC_WC_TIMEOUT = 65,		/* emunic: a bounded wait ran out */
+};
+const char *emunic_wc_status_str(int status);
+
+enum emunic_task_op {
+	EMUNIC_TASK_SEND = 1,
+	EMUNIC_TASK_RECV,
+	EMUNIC_TASK_WRITE,
+	EMUNIC_TASK_WRITE_IMM,
+	EMUNIC_TASK_READ,
+	EMUNIC_TASK_FETCH_ADD,
+	EMUNIC_TASK_WAIT,
+	EMUNIC_TASK_SEND_EN,
+	EMUNIC_TASK_RECV_EN,
+};
+const char *emunic_task_op_str(int op);
+
+struct emunic_wc {
+	uint64_t wr_id;
+	int status;			/* enum emunic_wc_status */
+	int op;				/* enum emunic_task_op */
+	uint32_t byte_len;		/* RECV, READ */
+	uint32_t imm;			/* WRITE_IMM at the target (host order) */
+	int has_imm;
+	int peer;			/* -1 for WAIT / SEND_EN / RECV_EN */
+	uint32_t qp_num;
+};
+
+/* ---- memory -------------------------------------------------------------- */
+
+struct emunic_rkey {			/* what a peer needs to reach a region */
+	uint64_t addr;
+	uint32_t rkey;
+	uint32_t pad;
+};
+int emunic_mr_reg(struct emunic_dev *dev, void *addr, size_t len, struct emunic_mr **out);
+int emunic_mr_dereg(struct emunic_mr *mr);
+struct emunic_rkey emunic_mr_rkey(const struct emunic_mr *mr);
+
+/* ---- CQs, QPs, MQs -------------------------------------------------------- */
+
+#define EMUNIC_CQ_COUNT_ONLY (1u << 0)	/* count for WAIT, never queue for poll */
+
+int emunic_cq_create(struct emunic_dev *dev, unsigned depth, unsigned flags, struct emunic_cq **out);
+int emunic_cq_destroy(struct emunic_cq *cq);
+/* Up to n completions not consumed by a WAIT; returns how many. */
+int emunic_cq_poll(struct emunic_cq *cq, struct emunic_wc *wc, int n);
+/* Completions this CQ has produced so far (consumed or not). */
+uint64_t emunic_cq_count(const struct emunic_cq *cq);
+
+#define EMUNIC_QP_MANAGED_SEND (1u << 0)
+#define EMUNIC_QP_MANAGED_RECV (1u << 1)
+
+struct emunic_qp_attr {
+	unsigned flags;			/* EMUNIC_QP_MANAGED_* */
+	struct emunic_cq *send_cq;
+	struct emunic_cq *recv_cq;
+	unsigned depth;			/* work requests in flight each way (0: 256) */
+	int rnr_retry;			/* 0..7, 7 = forever; < 0: default 7 */
+	int retry_cnt;			/* 0..7; < 0: default 7 */
+	int timeout;			/* ACK timeout exponent; < 0: default 14 */
+};
+void emunic_qp_attr_init(struct emunic_qp_attr *a);
+
+/*
+ * A QP to peer, connected by the progress core.  Both ranks create their QPs
+ * to each other in the same order: the k-th QP rank a makes to rank b is
+ * connected to the k-th QP rank b makes to rank a.  Work posted before the
+ * connection is up waits, in order.
+ */
+int emunic_qp_create(struct emunic_dev *dev, int peer, const struct emunic_qp_attr *attr,
+		     struct emunic_qp **out);
+int emunic_qp_destroy(struct emunic_qp *qp);
+int emunic_qp_peer(const struct emunic_qp *qp);
+/* Waits (bounded) until the connection is up: 0, -ETIMEDOUT, -ECONNREFUSED. */
+int emunic_qp_wait_connected(struct emunic_qp *qp, int timeout_ms);
+
+#define EMUNIC_TASK_SIGNAL (1u << 0)		/* one completion on the MQ */
+#define EMUNIC_TASK_WAIT_EN_LAST (1u << 1)	/* WAIT: advance the CQ's wait base */
+
+struct emunic_task {
+	int op;				/* enum emunic_task_op */
+	unsigned flags;			/* EMUNIC_TASK_* */
+	uint64_t wr_id;
+	struct emunic_qp *qp;		/* data tasks, SEND_EN, RECV_EN */
+	struct emunic_cq *cq;		/* WAIT */
+	uint32_t count;			/* WAIT, SEND_EN, RECV_EN */
+	void *addr;			/* local buffer (in mr) */
+	uint32_t len;
+	struct emunic_mr *mr;		/* NULL only when len == 0 */
+	uint64_t remote_addr;		/* WRITE*, READ, FETCH_ADD */
+	uint32_t rkey;
+	uint32_t imm;			/* WRITE_IMM, host order */
+	uint64_t add;			/* FETCH_ADD */
+};
+
+int emunic_mq_create(struct emunic_dev *dev, unsigned depth, struct emunic_mq **out);
+int emunic_mq_destroy(struct emunic_mq *mq);
+/* Posts n tasks as one list; 0, -EINVAL (nothing posted), -ENOSPC (full). */
+int emunic_mq_post(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned n);
+/* Up to n MQ completions (SIGNAL tasks); returns how many. */
+int emunic_mq_poll(struct emunic_mq *mq, struct emunic_wc *wc, int n);
+/* One MQ completion, waiting at most timeout_ms (< 0: forever); -ETIMEDOUT. */
+int emunic_mq_wait(struct emunic_mq *mq, struct emunic_wc *wc, int timeout_ms);
+
+#endif /* EMUNIC_MQ_H */

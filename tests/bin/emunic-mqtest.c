@@ -1,0 +1,394 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * emunic-mqtest: one conformance check of the management-queue rules per
+ * name, run by two ranks (emunic-run -n 2 emunic-mqtest NAME).  Rank 0
+ * sends, rank 1 receives; each check prints PASS or what it saw instead.
+ */
+#include "emunic.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct t {
+	struct emunic_boot *boot;
+	struct emunic_dev *dev;
+	struct emunic_mr *mr;
+	char *buf;
+	struct emunic_cq *scq, *rcq;
+	struct emunic_qp *qp;
+	struct emunic_mq *mq;
+	int rank;
+};
+
+#define FAIL(...) do { fprintf(stderr, "emunic-mqtest: rank %d: FAIL: ", T->rank); \
+		       fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+#define CHECK(c, ...) do { if (!(c)) FAIL(__VA_ARGS__); } while (0)
+
+static struct t *T;
+
+static void ms(int n) { struct timespec ts = { n / 1000, (n % 1000) * 1000000L }; nanosleep(&ts, NULL); }
+static void sync_ranks(void) { CHECK(!emunic_boot_barrier(T->boot), "barrier"); }
+
+static struct emunic_task data(int op, unsigned i)
+{
+	return (struct emunic_task){ .op = op, .qp = T->qp, .addr = T->buf + 64 * i, .len = 8, .mr = T->mr,
+				     .wr_id = i };
+}
+
+static struct emunic_task ctl(int op, uint32_t n, unsigned flags)
+{
+	return (struct emunic_task){ .op = op, .qp = T->qp, .cq = T->rcq, .count = n, .flags = flags,
+				     .wr_id = 1000 + n };
+}
+
+static void post(struct emunic_task *ts, unsigned n)
+{
+	int r = emunic_mq_post(T->mq, ts, n);
+
+	CHECK(r == 0, "emunic_mq_post of %u tasks: %s", n, strerror(-r));
+}
+
+static void post1(struct emunic_task t) { post(&t, 1); }
+
+/* Waits up to 5 s for the receive CQ to reach n; returns what it reached. */
+static uint64_t await(struct emunic_cq *cq, uint64_t n)
+{
+	for (int i = 0; i < 500 && emunic_cq_count(cq) < n; i++)
+		ms(10);
+	return emunic_cq_count(cq);
+}
+
+static void recvs(unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		post1(data(EMUNIC_TASK_RECV, i));
+}
+
+static void setup(unsigned flags, int rnr_retry)
+{
+	struct emunic_qp_attr a;
+
+	CHECK(!emunic_cq_create(T->dev, 256, 0, &T->scq) && !emunic_cq_create(T->dev, 256, 0, &T->rcq), "cq");
+	emunic_qp_attr_init(&a);
+	a.flags = flags;
+	a.send_cq = T->scq;
+	a.recv_cq = T->rcq;
+	a.rnr_retry = rnr_retry;
+	CHECK(!emunic_qp_create(T->dev, 1 - T->rank, &a, &T->qp), "qp_create");
+	CHECK(!emunic_mq_create(T->dev, 0, &T->mq), "mq_create");
+	CHECK(!emunic_qp_wait_connected(T->qp, 30000), "connect");
+}
+
+static void t_held(void)
+{
+	setup(T->rank == 0 ? EMUNIC_QP_MANAGED_SEND : 0, 7);
+	if (T->rank == 1)
+		recvs(1);
+	sync_ranks();
+	if (T->rank == 0)
+		post1(data(EMUNIC_TASK_SEND, 0));
+	ms(300);
+	if (T->rank == 1)
+		CHECK(emunic_cq_count(T->rcq) == 0, "a held send arrived before its enable");
+	sync_ranks();
+	if (T->rank == 0)
+		post1(ctl(EMUNIC_TASK_SEND_EN, 1, 0));
+	if (T->rank == 1)
+		CHECK(await(T->rcq, 1) == 1, "the enabled send did not arrive");
+}
+
+static void t_enable_n(void)
+{
+	setup(T->rank == 0 ? EMUNIC_QP_MANAGED_SEND : 0, 7);
+	if (T->rank == 1)
+		recvs(5);
+	sync_ranks();
+	if (T->rank == 0) {
+		for (unsigned i = 0; i < 5; i++)
+			post1(data(EMUNIC_TASK_SEND, i));
+		post1(ctl(EMUNIC_TASK_SEND_EN, 3, 0));
+	}
+	if (T->rank == 1) {
+		CHECK(await(T->rcq, 3) >= 3, "SEND_EN(3) released fewer than 3");
+		ms(300);
+		CHECK(emunic_cq_count(T->rcq) == 3, "SEND_EN(3) released %llu",
+		      (unsigned long long)emunic_cq_count(T->rcq));
+	}
+	sync_ranks();
+	if (T->rank == 0)
+		post1(ctl(EMUNIC_TASK_SEND_EN, 0, 0));	/* the rest */
+	if (T->rank == 1)
+		CHECK(await(T->rcq, 5) == 5, "SEND_EN(0) did not release all posted");
+}
+
+static void t_enable_too_many(void)
+{
+	struct emunic_task list[2];
+
+	setup(T->rank == 0 ? EMUNIC_QP_MANAGED_SEND : 0, 7);
+	if (T->rank == 1)
+		recvs(2);
+	sync_ranks();
+	if (T->rank == 0) {
+		post1(data(EMUNIC_TASK_SEND, 0));
+		post1(data(EMUNIC_TASK_SEND, 1));
+		list[0] = ctl(EMUNIC_TASK_SEND_EN, 3, 0);
+		CHECK(emunic_mq_post(T->mq, list, 1) == -EINVAL, "SEND_EN(3) with 2 posted was accepted");
+		/* A list whose last task is invalid posts nothing, not its first. */
+		list[0] = ctl(EMUNIC_TASK_SEND_EN, 1, 0);
+		list[1] = ctl(EMUNIC_TASK_SEND_EN, 2, 0);
+		CHECK(emunic_mq_post(T->mq, list, 2) == -EINVAL, "SEND_EN 1 + 2 with 2 posted was accepted");
+	}
+	ms(300);
+	if (T->rank == 1)
+		CHECK(emunic_cq_count(T->rcq) == 0, "a rejected enable released work");
+	sync_ranks();
+	if (T->rank == 0)
+		post1(ctl(EMUNIC_TASK_SEND_EN, 2, 0));	/* nothing was changed */
+	if (T->rank == 1)
+		CHECK(await(T->rcq, 2) == 2, "after the rejected enables, SEND_EN(2) did not release 2");
+}
+
+static int mq_count(int wait_ms)
+{
+	struct emunic_wc wc[8];
+	int n = 0, r;
+
+	ms(wait_ms);
+	while ((r = emunic_mq_poll(T->mq, wc, 8)) > 0)
+		n += r;
+	return n;
+}
+
+static void sends(unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		post1(data(EMUNIC_TASK_SEND, i));
+}
+
+static void t_wait_nth(void)
+{
+	setup(0, 7);
+	if (T->rank == 1) {
+		recvs(3);
+		post1(ctl(EMUNIC_TASK_WAIT, 3, EMUNIC_TASK_SIGNAL));
+	}
+	sync_ranks();
+	if (T->rank == 0)
+		sends(2);
+	if (T->rank == 1) {
+		CHECK(await(T->rcq, 2) == 2, "2 sends did not arrive");
+		CHECK(mq_count(300) == 0, "WAIT(3) completed at the 2nd completion");
+	}
+	sync_ranks();
+	if (T->rank == 0)
+		sends(1);
+	if (T->rank == 1) {
+		struct emunic_wc wc;
+
+		CHECK(emunic_mq_wait(T->mq, &wc, 5000) == 0, "WAIT(3) did not complete at the 3rd");
+		CHECK(wc.op == EMUNIC_TASK_WAIT && wc.status == 0 && wc.wr_id == 1003, "wrong MQ completion");
+	}
+}
+
+static void t_wait_base(void)
+{
+	setup(0, 7);
+	if (T->rank == 1) {
+		recvs(2);
+		post1(ctl(EMUNIC_TASK_WAIT, 1, EMUNIC_TASK_SIGNAL | EMUNIC_TASK_WAIT_EN_LAST));
+		post1(ctl(EMUNIC_TASK_WAIT, 1, EMUNIC_TASK_SIGNAL));	/* base moved: the 2nd */
+	}
+	sync_ranks();
+	if (T->rank == 0)
+		sends(1);
+	if (T->rank == 1)
+		CHECK(await(T->rcq, 1) == 1 && mq_count(300) == 1, "after 1 completion, not exactly 1 WAIT done");
+	sync_ranks();
+	if (T->rank == 0)
+		sends(1);
+	if (T->rank == 1)
+		CHECK(await(T->rcq, 2) == 2 && mq_count(300) == 1, "the 2nd WAIT did not complete at the 2nd");
+}
+
+static void t_consumed(void)
+{
+	struct emunic_wc wc[8];
+
+	setup(0, 7);
+	if (T->rank == 1) {
+		recvs(3);
+		post1(ctl(EMUNIC_TASK_WAIT, 2, 0));
+	}
+	sync_ranks();
+	if (T->rank == 0)
+		sends(3);
+	if (T->rank == 1) {
+		int n;
+
+		CHECK(await(T->rcq, 3) == 3, "3 sends did not arrive");
+		n = emunic_cq_poll(T->rcq, wc, 8);
+		CHECK(n == 1 && wc[0].wr_id == 2, "poll returned %d completions, expected only the 3rd", n);
+	}
+}
+
+static void t_signal_once(void)
+{
+	struct emunic_task l[3];
+	struct emunic_wc wc;
+
+	setup(0, 7);
+	if (T->rank == 1)
+		recvs(3);
+	sync_ranks();
+	if (T->rank == 0) {
+		l[0] = data(EMUNIC_TASK_SEND, 0);
+		l[1] = data(EMUNIC_TASK_SEND, 1);
+		l[1].flags = EMUNIC_TASK_SIGNAL;
+		l[2] = data(EMUNIC_TASK_SEND, 2);
+		post(l, 3);
+		CHECK(emunic_mq_wait(T->mq, &wc, 5000) == 0 && wc.wr_id == 1, "no MQ completion for the SIGNAL task");
+		CHECK(mq_count(300) == 0, "more than one MQ completion");
+	}
+}
+
+struct lister { unsigned base; };
+
+static void *post_lists(void *arg)
+{
+	struct lister *l = arg;
+	struct emunic_task ts[4];
+
+	for (int round = 0; round < 50; round++) {
+		for (unsigned i = 0; i < 4; i++) {
+			ts[i] = data(EMUNIC_TASK_SEND, l->base + i);
+			ts[i].wr_id = l->base * 1000 + (unsigned)round * 4 + i;
+		}
+		post(ts, 4);
+	}
+	return NULL;
+}
+
+static void t_no_interleave(void)
+{
+	setup(0, 7);
+	if (T->rank == 1) {
+		for (unsigned i = 0; i < 400; i++) {
+			struct emunic_task t = data(EMUNIC_TASK_RECV, i);	/* slot i */
+
+			post1(t);
+		}
+	}
+	for (unsigned i = 0; T->rank == 0 && i < 8; i++)
+		memset(T->buf + 64 * i, i < 4 ? 'A' : 'B', 8);
+	sync_ranks();
+	if (T->rank == 0) {
+		pthread_t a, b;
+		struct lister la = { 0 }, lb = { 4 };
+
+		pthread_create(&a, NULL, post_lists, &la);
+		pthread_create(&b, NULL, post_lists, &lb);
+		pthread_join(a, NULL);
+		pthread_join(b, NULL);
+	}
+	if (T->rank == 1) {
+		int a = 0;
+
+		/* One RC QP delivers in posting order: lists of 4 from two threads
+		 * must arrive as whole groups of 4 of one letter. */
+		CHECK(await(T->rcq, 400) == 400, "not all 400 sends arrived");
+		for (unsigned i = 0; i < 400; i++) {
+			char c = T->buf[64 * i], first = T->buf[64 * (i & ~3u)];
+
+			a += c == 'A';
+			CHECK(c == first && (c == 'A' || c == 'B'), "message %u is '%c' inside a list of '%c': lists "
+			      "interleaved", i, c, first);
+		}
+		CHECK(a == 200, "%d messages from list A, expected 200", a);
+	}
+}
+
+static void t_rnr(void)
+{
+	struct emunic_wc wc;
+
+	/* The receiver's receive is held (MANAGED_RECV, never enabled): the
+	 * sender meets real RNR NAKs from rxe and, with rnr_retry 0, fails. */
+	setup(T->rank == 1 ? EMUNIC_QP_MANAGED_RECV : 0, 0);
+	if (T->rank == 1)
+		recvs(1);
+	sync_ranks();
+	if (T->rank == 0) {
+		sends(1);
+		CHECK(await(T->scq, 1) == 1, "the send never completed");
+		CHECK(emunic_cq_poll(T->scq, &wc, 1) == 1, "no send completion to poll");
+		CHECK(wc.status == EMUNIC_WC_RNR_RETRY_EXC_ERR, "send status %s, expected RNR retry exceeded",
+		      emunic_wc_status_str(wc.status));
+	}
+	sync_ranks();
+}
+
+static void t_invalid(void)
+{
+	struct emunic_task bogus = { .op = 99 }, en_unmanaged = ctl(EMUNIC_TASK_SEND_EN, 0, 0), wait;
+	struct emunic_cq *dead;
+	struct emunic_wc wc;
+
+	setup(0, 7);
+	CHECK(emunic_mq_post(T->mq, &bogus, 1) == -EINVAL, "unknown opcode accepted");
+	CHECK(emunic_mq_post(T->mq, &bogus, 0) == -EINVAL, "empty list accepted");
+	CHECK(emunic_mq_post(T->mq, &en_unmanaged, 1) == -EINVAL, "SEND_EN on a QP not MANAGED_SEND accepted");
+	CHECK(!emunic_cq_create(T->dev, 16, 0, &dead) && !emunic_cq_destroy(dead), "cq create/destroy");
+	wait = ctl(EMUNIC_TASK_WAIT, 0, EMUNIC_TASK_SIGNAL);
+	wait.cq = dead;
+	CHECK(emunic_mq_post(T->mq, &wait, 1) == -EINVAL, "WAIT on a destroyed CQ accepted");
+	/* The MQ is still usable. */
+	post1(ctl(EMUNIC_TASK_WAIT, 0, EMUNIC_TASK_SIGNAL));
+	CHECK(emunic_mq_wait(T->mq, &wc, 5000) == 0 && wc.status == 0, "the MQ is not usable after bad lists");
+	sync_ranks();
+}
+
+static const struct { const char *name; void (*fn)(void); } checks[] = {
+	{ "held", t_held }, { "enable_n", t_enable_n }, { "enable_too_many", t_enable_too_many },
+	{ "wait_nth", t_wait_nth }, { "wait_base", t_wait_base }, { "consumed", t_consumed },
+	{ "signal_once", t_signal_once }, { "no_interleave", t_no_interleave }, { "rnr", t_rnr },
+	{ "invalid", t_invalid },
+};
+
+int main(int argc, char **argv)
+{
+	struct t t = { 0 };
+	size_t i;
+
+	T = &t;
+	if (argc != 2) {
+		fprintf(stderr, "usage: emunic-run -n 2 emunic-mqtest CHECK\n");
+		return 2;
+	}
+	for (i = 0; i < sizeof(checks) / sizeof(checks[0]) && strcmp(checks[i].name, argv[1]); i++)
+		;
+	if (i == sizeof(checks) / sizeof(checks[0])) {
+		fprintf(stderr, "emunic-mqtest: no check named %s\n", argv[1]);
+		return 2;
+	}
+	CHECK(!emunic_boot_init(&t.boot), "bootstrap");
+	t.rank = emunic_boot_rank(t.boot);
+	CHECK(emunic_boot_size(t.boot) == 2, "needs exactly 2 ranks");
+	CHECK(!emunic_dev_open(t.boot, NULL, &t.dev), "emunic_dev_open");
+	t.buf = aligned_alloc(4096, 1 << 20);
+	memset(t.buf, 0, 1 << 20);
+	CHECK(!emunic_mr_reg(t.dev, t.buf, 1 << 20, &t.mr), "mr_reg");
+	checks[i].fn();
+	sync_ranks();
+	if (t.rank == 0)
+		printf("emunic-mqtest: %s: PASS\n", argv[1]);
+	emunic_mr_dereg(t.mr);
+	emunic_dev_close(t.dev);
+	free(t.buf);
+	emunic_boot_fini(t.boot);
+	return 0;
+}

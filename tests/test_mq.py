@@ -1,0 +1,46 @@
+"""Management-queue conformance on rxe: one check per rule of DESIGN.md
+("Management queues"), each run by two ranks through the progress core."""
+import pytest
+
+from conftest import BIN
+
+CHECKS = {
+    "held": "a held send does not execute before its enable",
+    "enable_n": "SEND_EN(3) releases exactly three; n = 0 releases all posted so far",
+    "enable_too_many": "enabling more than posted is EINVAL and changes nothing",
+    "wait_nth": "WAIT completes at the n-th completion and not one before",
+    "wait_base": "the wait base advances on WAIT_EN_LAST",
+    "consumed": "completions consumed by a WAIT are not returned to the app's poll",
+    "signal_once": "SIGNAL produces exactly one MQ completion",
+    "no_interleave": "two task lists posted together are not interleaved",
+    "rnr": "a receive not yet enabled makes the sender see RNR (rnr_retry 0)",
+    "invalid": "invalid lists are rejected and leave the MQ usable",
+}
+
+
+@pytest.mark.parametrize("check", sorted(CHECKS))
+def test_mq_rule(rxe, check):
+    rc, out = rxe.run("%s/emunic-run -n 2 -t 60 %s/emunic-mqtest %s" % (BIN, BIN, check), timeout=90)
+    assert rc == 0, "%s:\n%s" % (CHECKS[check], out)
+    assert "emunic-mqtest: %s: PASS" % check in out, out
+
+
+def test_rnr_names_the_failure(rxe):
+    rc, out = rxe.run("%s/emunic-run -n 2 -t 60 %s/emunic-mqtest rnr" % (BIN, BIN), timeout=90)
+    assert rc == 0, out
+    assert "rank 0: peer 1 qp" in out and "SEND (wr_id 0) failed: RNR retry counter exceeded" in out, out
+
+
+def test_invalid_lists_say_why(rxe):
+    rc, out = rxe.run("%s/emunic-run -n 2 -t 60 %s/emunic-mqtest invalid" % (BIN, BIN), timeout=90)
+    assert rc == 0, out
+    for why in ("unknown opcode", "empty task list", "the QP was not created MANAGED_SEND",
+                "its CQ is not a live CQ of this device"):
+        assert why in out, why
+
+
+@pytest.mark.parametrize("idle", ["spin", "sleep"])
+def test_both_idle_policies(rxe, idle):
+    rc, out = rxe.run("EMUNIC_IDLE=%s %s/emunic-run -n 2 -t 60 %s/emunic-mqtest enable_n" % (idle, BIN, BIN),
+                      timeout=90)
+    assert rc == 0, out
