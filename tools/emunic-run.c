@@ -268,7 +268,7 @@ static void rank_gone(struct job *j, int r)
 		return;
 	/* A local rank's channel closes just before it exits: report its exit
 	 * status (reap fails the job on a non-zero one) rather than the EOF. */
-	for (int i = 0; i < 200 && r >= j->first && r < j->first + j->count && !s->exited; i++) {
+	for (int i = 0; i < 500 && r >= j->first && r < j->first + j->count && !s->exited; i++) {
 		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
 		reap(j, false);
 	}

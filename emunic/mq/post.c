@@ -61,9 +61,9 @@ static int check(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned
 		switch (t->op) {
 		case EMUNIC_TASK_SEND: case EMUNIC_TASK_WRITE: case EMUNIC_TASK_WRITE_IMM:
 		case EMUNIC_TASK_READ: case EMUNIC_TASK_FETCH_ADD: case EMUNIC_TASK_RECV:
-			if (!alive(d, &t->qp->o, OBJ_QP))
+			if (!t->qp || !alive(d, &t->qp->o, OBJ_QP))
 				return bad(mq, i, t, "its QP is not a live QP of this device");
-			if (t->len && !alive(d, &t->mr->o, OBJ_MR))
+			if (t->len && (!t->mr || !alive(d, &t->mr->o, OBJ_MR)))
 				return bad(mq, i, t, "its buffer has no registered memory region");
 			if (t->op == EMUNIC_TASK_FETCH_ADD && t->len != 8)
 				return bad(mq, i, t, "fetch_add needs an 8-byte local buffer");
@@ -84,7 +84,7 @@ static int check(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned
 			bool snd = t->op == EMUNIC_TASK_SEND_EN;
 			uint64_t *posted, *claimed;
 
-			if (!alive(d, &t->qp->o, OBJ_QP))
+			if (!t->qp || !alive(d, &t->qp->o, OBJ_QP))
 				return bad(mq, i, t, "its QP is not a live QP of this device");
 			if (!(t->qp->attr.flags & (snd ? EMUNIC_QP_MANAGED_SEND : EMUNIC_QP_MANAGED_RECV)))
 				return bad(mq, i, t, snd ? "the QP was not created MANAGED_SEND"
@@ -110,7 +110,7 @@ static int check(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned
 			goto mq_slot;
 		}
 		case EMUNIC_TASK_WAIT:
-			if (!alive(d, &t->cq->o, OBJ_CQ))
+			if (!t->cq || !alive(d, &t->cq->o, OBJ_CQ))
 				return bad(mq, i, t, "its CQ is not a live CQ of this device");
 			s = shadow_of(sh, nsh, t->cq, &fresh);
 			if (fresh) {

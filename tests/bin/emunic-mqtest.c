@@ -334,11 +334,12 @@ static void t_rnr(void)
 
 static void t_invalid(void)
 {
-	struct emunic_task bogus = { .op = 99 }, en_unmanaged = ctl(EMUNIC_TASK_SEND_EN, 0, 0), wait;
+	struct emunic_task bogus = { .op = 99 }, en_unmanaged, wait;
 	struct emunic_cq *dead;
 	struct emunic_wc wc;
 
 	setup(0, 7);
+	en_unmanaged = ctl(EMUNIC_TASK_SEND_EN, 0, 0);
 	CHECK(emunic_mq_post(T->mq, &bogus, 1) == -EINVAL, "unknown opcode accepted");
 	CHECK(emunic_mq_post(T->mq, &bogus, 0) == -EINVAL, "empty list accepted");
 	CHECK(emunic_mq_post(T->mq, &en_unmanaged, 1) == -EINVAL, "SEND_EN on a QP not MANAGED_SEND accepted");
