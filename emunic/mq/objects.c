@@ -173,18 +173,24 @@ int emunic_cq_destroy(struct emunic_cq *cq)
 	return r;
 }
 
-int emunic_cq_poll(struct emunic_cq *cq, struct emunic_wc *wc, int n)
+/* The app's side of a completion ring (CQ or MQ): take up to n. */
+static int take_wcs(struct emunic_ring *r, struct emunic_wc *wc, int n)
 {
 	int got = 0;
 	void *e;
 
-	if (!cq || !wc || n < 0 || atomic_load(&cq->o.dead))
-		return -EINVAL;
-	while (got < n && (e = emunic_ring_peek(&cq->wc))) {
+	while (got < n && (e = emunic_ring_peek(r))) {
 		memcpy(&wc[got++], e, sizeof(*wc));
-		emunic_ring_pop(&cq->wc);
+		emunic_ring_pop(r);
 	}
 	return got;
+}
+
+int emunic_cq_poll(struct emunic_cq *cq, struct emunic_wc *wc, int n)
+{
+	if (!cq || !wc || n < 0 || atomic_load(&cq->o.dead))
+		return -EINVAL;
+	return take_wcs(&cq->wc, wc, n);
 }
 
 uint64_t emunic_cq_count(const struct emunic_cq *cq)
@@ -319,16 +325,9 @@ int emunic_mq_destroy(struct emunic_mq *mq)
 
 int emunic_mq_poll(struct emunic_mq *mq, struct emunic_wc *wc, int n)
 {
-	int got = 0;
-	void *e;
-
 	if (!mq || !wc || n < 0 || atomic_load(&mq->o.dead))
 		return -EINVAL;
-	while (got < n && (e = emunic_ring_peek(&mq->wc))) {
-		memcpy(&wc[got++], e, sizeof(*wc));
-		emunic_ring_pop(&mq->wc);
-	}
-	return got;
+	return take_wcs(&mq->wc, wc, n);
 }
 
 int emunic_mq_wait(struct emunic_mq *mq, struct emunic_wc *wc, int timeout_ms)
