@@ -24,11 +24,11 @@ PMIX_LIBS   := $(shell pkg-config --libs pmix 2>/dev/null || echo -lpmix)
 CFLAGS   += $(PMIX_CFLAGS)
 LDLIBS   := -lrdmacm -libverbs -luring $(PMIX_LIBS) -lpthread
 
-LIB_SRCS  := $(sort $(wildcard emunic/*.c emunic/*/*.c shim/*.c engines/*/*.c))
+LIB_SRCS  := $(sort $(wildcard emunic/*.c emunic/*/*.c shim/*.c engines/*/*.c baseline/*.c))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(O)/obj/%.o)
 TOOLS     := $(patsubst tools/%.c,$(O)/bin/%,$(wildcard tools/*.c))
 TESTBINS  := $(patsubst tests/bin/%.c,$(O)/bin/%,$(wildcard tests/bin/*.c))
-HEADERS   := $(wildcard include/*.h include/*/*.h emunic/*.h emunic/*/*.h engines/*/*.h shim/*.h)
+HEADERS   := $(wildcard include/*.h include/*/*.h emunic/*.h emunic/*/*.h engines/*/*.h shim/*.h baseline/*.h)
 
 all: $(O)/lib/libemunic.a $(O)/lib/libemunic.so $(TOOLS) $(TESTBINS)
 

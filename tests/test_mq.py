@@ -15,6 +15,7 @@ CHECKS = {
     "no_interleave": "two task lists posted together are not interleaved",
     "rnr": "a receive not yet enabled makes the sender see RNR (rnr_retry 0)",
     "invalid": "invalid lists are rejected and leave the MQ usable",
+    "wait_error": "a failed completion counted by an unsignaled WAIT surfaces on the MQ with its status",
 }
 
 

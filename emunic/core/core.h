@@ -62,6 +62,7 @@ struct emunic_cq {
 	uint64_t covered;		/* core: highest WAIT target seen */
 	struct emunic_ring wc;		/* core -> app: completions to poll */
 	_Atomic uint64_t overrun;
+	int err_status, err_peer;	/* core: first failed completion (sticky) */
 };
 
 enum qp_state { QP_NEW, QP_CONNECTING, QP_UP, QP_ERROR, QP_CLOSED };

@@ -41,7 +41,14 @@ static void mq_complete(struct emunic_mq *mq, const struct emunic_wc *wc)
 
 static void cq_complete(struct emunic_cq *cq, const struct emunic_wc *wc)
 {
-	uint64_t n = atomic_fetch_add_explicit(&cq->count, 1, memory_order_release) + 1;
+	uint64_t n;
+
+	/* A CQ that saw a failure stays failed for the WAITs on it (exec: run_mq). */
+	if (wc->status != EMUNIC_WC_SUCCESS && !cq->err_status) {
+		cq->err_status = wc->status;
+		cq->err_peer = wc->peer;
+	}
+	n = atomic_fetch_add_explicit(&cq->count, 1, memory_order_release) + 1;
 
 	if (n <= cq->covered || (cq->flags & EMUNIC_CQ_COUNT_ONLY))
 		return;		/* consumed by a WAIT */
@@ -231,6 +238,12 @@ static int run_mq(struct emunic_mq *mq)
 		case EMUNIC_TASK_WAIT:
 			if (atomic_load_explicit(&t->t.cq->count, memory_order_acquire) < t->target)
 				return n;	/* blocks the queue, as on the HCA */
+			/* A failure among the completions it counts is never
+			 * hidden: the WAIT completes with it, signaled or not. */
+			if (t->t.cq->err_status) {
+				wc.status = t->t.cq->err_status;
+				wc.peer = t->t.cq->err_peer;
+			}
 			break;
 		case EMUNIC_TASK_SEND_EN:
 			if (t->target > t->t.qp->sq_enabled)
@@ -241,7 +254,9 @@ static int run_mq(struct emunic_mq *mq)
 				t->t.qp->rq_enabled = t->target;
 			break;
 		}
-		if (t->t.flags & EMUNIC_TASK_SIGNAL)
+		if (t->t.op != EMUNIC_TASK_WAIT)
+			wc.peer = t->t.qp->peer;
+		if ((t->t.flags & EMUNIC_TASK_SIGNAL) || wc.status)
 			mq_complete(mq, &wc);
 		f->head++;
 		f->done++;

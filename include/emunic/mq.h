@@ -24,7 +24,13 @@
  *    a CQ of another device or a destroyed CQ, an unknown opcode or an empty
  *    list: -EINVAL at post time, and nothing of the list is posted.
  *  - Counts are in work requests.  Every data task produces one completion on
- *    its QP's send or receive CQ.
+ *    its QP's send or receive CQ, failed ones included.
+ *  - Failures are never hidden: once a CQ has produced a failed completion,
+ *    every WAIT on it completes on the MQ with that status and peer, flagged
+ *    SIGNAL or not (as verbs reports error CQEs of unsignaled work).
+ *  - Depths: a CQ queues up to `depth` unpolled completions (more are counted
+ *    as overruns); an MQ holds up to `depth` unfinished control tasks and
+ *    queues up to `depth` unpolled completions.
  */
 #ifndef EMUNIC_MQ_H
 #define EMUNIC_MQ_H
@@ -78,7 +84,7 @@ struct emunic_wc {
 	uint32_t byte_len;		/* RECV, READ */
 	uint32_t imm;			/* WRITE_IMM at the target (host order) */
 	int has_imm;
-	int peer;			/* -1 for WAIT / SEND_EN / RECV_EN */
+	int peer;			/* SEND_EN/RECV_EN: the QP's; WAIT: the failed one's, else -1 */
 	uint32_t qp_num;
 };
 

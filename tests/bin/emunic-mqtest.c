@@ -332,6 +332,29 @@ static void t_rnr(void)
 	sync_ranks();
 }
 
+static void t_wait_error(void)
+{
+	struct emunic_task w;
+	struct emunic_wc wc;
+
+	/* A failed send (real RNR) is counted by an unsignaled WAIT on the send
+	 * CQ: the failure must surface on the MQ, not pass as success. */
+	setup(T->rank == 1 ? EMUNIC_QP_MANAGED_RECV : 0, 0);
+	if (T->rank == 1)
+		recvs(1);
+	sync_ranks();
+	if (T->rank == 0) {
+		w = ctl(EMUNIC_TASK_WAIT, 1, 0);
+		w.cq = T->scq;
+		post1(w);
+		sends(1);
+		CHECK(emunic_mq_wait(T->mq, &wc, 20000) == 0, "no MQ completion for a WAIT over a failed send");
+		CHECK(wc.op == EMUNIC_TASK_WAIT && wc.status == EMUNIC_WC_RNR_RETRY_EXC_ERR && wc.peer == 1,
+		      "WAIT completed with %s for peer %d", emunic_wc_status_str(wc.status), wc.peer);
+	}
+	sync_ranks();
+}
+
 static void t_invalid(void)
 {
 	struct emunic_task bogus = { .op = 99 }, en_unmanaged, wait;
@@ -357,7 +380,7 @@ static const struct { const char *name; void (*fn)(void); } checks[] = {
 	{ "held", t_held }, { "enable_n", t_enable_n }, { "enable_too_many", t_enable_too_many },
 	{ "wait_nth", t_wait_nth }, { "wait_base", t_wait_base }, { "consumed", t_consumed },
 	{ "signal_once", t_signal_once }, { "no_interleave", t_no_interleave }, { "rnr", t_rnr },
-	{ "invalid", t_invalid },
+	{ "wait_error", t_wait_error }, { "invalid", t_invalid },
 };
 
 int main(int argc, char **argv)
