@@ -1,0 +1,504 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The host-progressed recursive-doubling barrier (see ptp.h).  Same schedule
+ * as engines/coll/barrier.c: N is the largest power of two <= M ranks; an
+ * extra rank r >= N signals r - N, which waits for it before the doubling
+ * steps and releases it after them.
+ *
+ * Matching is by counting: every partner signals exactly once a barrier, so
+ * barrier s may pass its step with peer q once arrived[q] >= s, and a signal
+ * that comes early (the peer is already in barrier s + 1) is simply counted.
+ * Each consumed receive is reposted as its completion is polled.
+ */
+#include "baseline/ptp.h"
+#include "emunic/log.h"
+#include "emunic/verbs.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PTP_MAX_INFLIGHT 64	/* barriers started and not complete */
+/* Receives posted ahead per partner.  Between two polls a partner can send
+ * at most two signals this rank has not polled (its part of the barrier in
+ * progress and of the next), so 2 never meets RNR; 4 keeps a margin. */
+#define PTP_RECV_WINDOW 4
+#define PTP_SEND_LIMIT 128	/* unpolled sends; the mesh's SQs hold 256 */
+#define PTP_SLICE_MS 100	/* bound on one sleep, so timeouts are noticed */
+#define PTP_POLL_BATCH 16
+#define PTP_PEER_BITS 24
+#define PTP_PEER_MASK ((1ull << PTP_PEER_BITS) - 1)
+
+struct ptp_step {
+	int peer;
+	bool send, wait;
+};
+
+struct emunic_ptp {
+	struct emunic_ptp_attr attr;
+	struct emunic_boot *boot;
+	int rank, size;
+	struct emunic_vdev *dev;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;		/* sends and receives of every QP */
+	struct emunic_mesh *mesh;
+	struct ptp_step *step;		/* this rank's schedule */
+	int nstep;
+	uint64_t *arrived;		/* by rank: signals received so far */
+	uint64_t posted, done;		/* barrier sequence numbers, from 1 */
+	int cur;			/* the oldest barrier's next step */
+	bool cur_sent;			/* ... and whether its signal is out */
+	unsigned sends_out;		/* posted, completion not yet polled */
+	unsigned unacked_events;	/* completion-channel events to ack */
+	uint64_t polled;		/* completions polled so far */
+	int err;			/* first failure; barriers from err_seq on fail */
+	uint64_t err_seq;
+	int nreq;
+};
+
+struct emunic_ptp_req {
+	struct emunic_ptp *p;
+	uint64_t seq;
+};
+
+void emunic_ptp_attr_init(struct emunic_ptp_attr *a)
+{
+	*a = (struct emunic_ptp_attr){ .signal = EMUNIC_COLL_SEND, .timeout_ms = 0, .spin_us = 50 };
+}
+
+static int ptp_timeout(const struct emunic_ptp *p)
+{
+	return p->attr.timeout_ms ? p->attr.timeout_ms : 30000;
+}
+
+static long long now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* ---- schedule ------------------------------------------------------------ */
+
+static void add_step(struct emunic_ptp *p, int peer, bool send, bool wait)
+{
+	p->step[p->nstep++] = (struct ptp_step){ .peer = peer, .send = send, .wait = wait };
+}
+
+static int build_schedule(struct emunic_ptp *p)
+{
+	int n = 1, r = p->rank, max = 2;
+
+	while (n <= p->size / 2)
+		n *= 2;
+	for (int m = 1; m < p->size; m <<= 1)
+		max++;
+	p->step = calloc((size_t)max, sizeof(*p->step));
+	if (!p->step)
+		return -ENOMEM;
+	if (p->size == 1)
+		return 0;
+	if (r >= n) {
+		add_step(p, r - n, true, true);
+		return 0;
+	}
+	if (r + n < p->size)
+		add_step(p, r + n, false, true);
+	for (int d = 1; d < n; d <<= 1)
+		add_step(p, r ^ d, true, true);
+	if (r + n < p->size)
+		add_step(p, r + n, true, false);
+	return 0;
+}
+
+/* ---- verbs --------------------------------------------------------------- */
+
+static struct ibv_qp *qp_of(struct emunic_ptp *p, int peer)
+{
+	return p->mesh->conn[peer].qp;
+}
+
+static void set_err(struct emunic_ptp *p, uint64_t seq, int err)
+{
+	if (!p->err || seq < p->err_seq) {
+		p->err = err;
+		p->err_seq = seq;
+	}
+}
+
+static int post_recv(struct emunic_ptp *p, int peer)
+{
+	struct ibv_recv_wr wr = { .wr_id = (uint64_t)peer }, *bad;
+	int r = ibv_post_recv(qp_of(p, peer), &wr, &bad);
+
+	if (r)
+		return emunic_err(-r, "ptp: peer %d qp %u: posting a receive failed: %s", peer,
+				  qp_of(p, peer)->qp_num, strerror(r));
+	return 0;
+}
+
+static void on_wc(struct emunic_ptp *p, const struct ibv_wc *wc)
+{
+	int peer = (int)(wc->wr_id & PTP_PEER_MASK);
+	bool recv = wc->opcode & IBV_WC_RECV;
+	uint64_t seq = recv ? p->done + 1 : wc->wr_id >> PTP_PEER_BITS;
+
+	if (!recv)
+		p->sends_out--;
+	if (wc->status != IBV_WC_SUCCESS) {
+		emunic_err(-EIO, "ptp: barrier %llu: %s peer %d (qp %u) failed: %s", (unsigned long long)seq,
+			   recv ? "receive from" : "signal to", peer, wc->qp_num, ibv_wc_status_str(wc->status));
+		set_err(p, seq, -EIO);
+		return;
+	}
+	if (recv) {
+		p->arrived[peer]++;
+		/* Replenish at once: the window stays full between polls. */
+		if (post_recv(p, peer))
+			set_err(p, seq, -EIO);
+	}
+}
+
+static int poll_cq(struct emunic_ptp *p)
+{
+	struct ibv_wc wc[PTP_POLL_BATCH];
+	int n;
+
+	do {
+		n = ibv_poll_cq(p->cq, PTP_POLL_BATCH, wc);
+		if (n < 0)
+			return emunic_err(-EIO, "ptp: ibv_poll_cq failed");
+		p->polled += (uint64_t)n;
+		for (int i = 0; i < n; i++)
+			on_wc(p, &wc[i]);
+	} while (n == PTP_POLL_BATCH);
+	return 0;
+}
+
+static int post_signal(struct emunic_ptp *p, int peer, uint64_t seq)
+{
+	struct ibv_send_wr wr = {
+		.wr_id = seq << PTP_PEER_BITS | (uint64_t)peer, .send_flags = IBV_SEND_SIGNALED,
+		.opcode = p->attr.signal == EMUNIC_COLL_WRITE_IMM ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_SEND,
+	}, *bad;
+	int r;
+
+	/* 0 bytes: no SGE, and no remote address or rkey (IBA C9-88). */
+	wr.imm_data = htonl((uint32_t)seq);
+	/* Keep the send queues and the CQ from overflowing; acks come from
+	 * the peer's transport, not its application, so this ends. */
+	while (p->sends_out >= PTP_SEND_LIMIT)
+		if (poll_cq(p))
+			return -EIO;
+	r = ibv_post_send(qp_of(p, peer), &wr, &bad);
+	if (r)
+		return emunic_err(-r, "ptp: barrier %llu: posting the signal to peer %d failed: %s",
+				  (unsigned long long)seq, peer, strerror(r));
+	p->sends_out++;
+	return 0;
+}
+
+/* ---- progress ------------------------------------------------------------ */
+
+/* Runs the oldest barrier's schedule as far as the counted arrivals allow,
+ * then the next one's; never polls. */
+static int advance(struct emunic_ptp *p)
+{
+	while (p->done < p->posted && !p->err) {
+		uint64_t seq = p->done + 1;
+
+		for (; p->cur < p->nstep; p->cur++, p->cur_sent = false) {
+			const struct ptp_step *st = &p->step[p->cur];
+
+			if (st->send && !p->cur_sent) {
+				int r = post_signal(p, st->peer, seq);
+
+				if (r) {
+					set_err(p, seq, r);
+					return r;
+				}
+				p->cur_sent = true;
+			}
+			if (st->wait && p->arrived[st->peer] < seq)
+				return 0;
+		}
+		p->done = seq;
+		p->cur = 0;
+	}
+	return 0;
+}
+
+static int progress(struct emunic_ptp *p)
+{
+	/* One rank alone has no verbs: its barriers pass in advance(). */
+	int r = p->cq ? poll_cq(p) : 0;
+
+	return r ? r : advance(p);
+}
+
+static int seq_status(const struct emunic_ptp *p, uint64_t seq)
+{
+	if (p->err && seq >= p->err_seq)
+		return p->err;
+	return seq <= p->done;
+}
+
+/* Sleeps until a completion or timeout_ms.  Armed first, then polled once
+ * more, so a completion that came in between is not slept through. */
+static int sleep_on_cq(struct emunic_ptp *p, int timeout_ms)
+{
+	struct pollfd pf = { .fd = p->ch->fd, .events = POLLIN };
+	uint64_t before = p->polled;
+	struct ibv_cq *cq;
+	void *ctx;
+	int r;
+
+	if (ibv_req_notify_cq(p->cq, 0))
+		return emunic_err(-EIO, "ptp: ibv_req_notify_cq failed");
+	r = progress(p);
+	if (r || p->polled != before)
+		return r;
+	if (poll(&pf, 1, timeout_ms) <= 0)
+		return 0;
+	if (!ibv_get_cq_event(p->ch, &cq, &ctx) && ++p->unacked_events >= 64) {
+		ibv_ack_cq_events(p->cq, p->unacked_events);
+		p->unacked_events = 0;
+	}
+	return 0;
+}
+
+static int report_timeout(struct emunic_ptp *p, uint64_t seq, int timeout_ms)
+{
+	char late[256] = "";
+	size_t off = 0;
+
+	for (int i = 0; i < p->nstep; i++) {
+		int q = p->step[i].peer;
+
+		if (p->step[i].wait && p->arrived[q] < seq && off < sizeof(late))
+			off += (size_t)snprintf(late + off, sizeof(late) - off, " %d (%llu of %llu)", q,
+						(unsigned long long)p->arrived[q], (unsigned long long)seq);
+	}
+	return emunic_err(-ETIMEDOUT, "ptp: barrier %llu not complete after %d ms; signals missing from peer%s",
+			  (unsigned long long)seq, timeout_ms, off ? late : "s: none");
+}
+
+static int wait_seq(struct emunic_ptp *p, uint64_t seq, int timeout_ms)
+{
+	long long t0 = now_us();
+	long long deadline = timeout_ms < 0 ? -1 : t0 + (long long)timeout_ms * 1000;
+
+	for (;;) {
+		long long now, left = PTP_SLICE_MS * 1000;
+		int r = progress(p), s;
+
+		if (r)
+			return r;
+		s = seq_status(p, seq);
+		if (s)
+			return s < 0 ? s : 0;
+		now = now_us();
+		if (deadline >= 0) {
+			left = deadline - now;
+			if (left <= 0)
+				return report_timeout(p, seq, timeout_ms);
+		}
+		if (p->attr.spin_us < 0 || now - t0 < p->attr.spin_us)
+			continue;
+		r = sleep_on_cq(p, (int)((left < PTP_SLICE_MS * 1000 ? left : PTP_SLICE_MS * 1000) / 1000 + 1));
+		if (r)
+			return r;
+	}
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+static int start(struct emunic_ptp *p, uint64_t *seq)
+{
+	if (p->err)
+		return p->err;
+	if (p->posted - p->done >= PTP_MAX_INFLIGHT)
+		return -ENOSPC;
+	*seq = ++p->posted;
+	return advance(p);
+}
+
+int emunic_ptp_barrier(struct emunic_ptp *p)
+{
+	uint64_t seq;
+	int r;
+
+	if (!p)
+		return -EINVAL;
+	r = start(p, &seq);
+	return r ? r : wait_seq(p, seq, ptp_timeout(p));
+}
+
+int emunic_ptp_ibarrier(struct emunic_ptp *p, struct emunic_ptp_req **out)
+{
+	struct emunic_ptp_req *req;
+	int r;
+
+	if (!p || !out)
+		return -EINVAL;
+	req = calloc(1, sizeof(*req));
+	if (!req)
+		return -ENOMEM;
+	req->p = p;
+	r = start(p, &req->seq);
+	if (r) {
+		free(req);
+		return r;
+	}
+	p->nreq++;
+	*out = req;
+	return 0;
+}
+
+int emunic_ptp_test(struct emunic_ptp_req *req)
+{
+	int r;
+
+	if (!req)
+		return -EINVAL;
+	r = progress(req->p);
+	return r ? r : seq_status(req->p, req->seq);
+}
+
+int emunic_ptp_wait(struct emunic_ptp_req *req, int timeout_ms)
+{
+	int r;
+
+	if (!req)
+		return -EINVAL;
+	r = wait_seq(req->p, req->seq, timeout_ms);
+	req->p->nreq--;
+	free(req);
+	return r;
+}
+
+/* ---- create / destroy ---------------------------------------------------- */
+
+static int prepost(struct emunic_ptp *p)
+{
+	for (int i = 0; i < p->nstep; i++) {
+		if (!p->step[i].wait)
+			continue;
+		for (int w = 0; w < PTP_RECV_WINDOW; w++) {
+			int r = post_recv(p, p->step[i].peer);
+
+			if (r)
+				return r;
+		}
+	}
+	return 0;
+}
+
+static int open_verbs(struct emunic_ptp *p)
+{
+	int depth = PTP_SEND_LIMIT + PTP_RECV_WINDOW * p->nstep + 64;
+	int r;
+
+	r = emunic_vdev_open(NULL, &p->dev);
+	if (r)
+		return r;
+	p->ch = ibv_create_comp_channel(p->dev->ctx);
+	if (!p->ch)
+		return emunic_err(-errno, "ptp: ibv_create_comp_channel failed: %s", strerror(errno));
+	fcntl(p->ch->fd, F_SETFL, fcntl(p->ch->fd, F_GETFL) | O_NONBLOCK);
+	p->cq = ibv_create_cq(p->dev->ctx, depth, NULL, p->ch, 0);
+	if (!p->cq)
+		return emunic_err(-errno, "ptp: ibv_create_cq(%d) failed: %s", depth, strerror(errno));
+	r = emunic_mesh_open(p->dev, p->boot, NULL, p->cq, p->cq, &p->mesh);
+	r = r ? r : emunic_mesh_connect_all(p->mesh, ptp_timeout(p) < 0 ? 1 << 30 : ptp_timeout(p));
+	r = r ? r : prepost(p);
+	/* No signal may arrive before every rank's receives are up. */
+	return r ? r : emunic_boot_barrier(p->boot);
+}
+
+static void ptp_free(struct emunic_ptp *p)
+{
+	emunic_mesh_close(p->mesh);
+	if (p->unacked_events)
+		ibv_ack_cq_events(p->cq, p->unacked_events);
+	if (p->cq)
+		ibv_destroy_cq(p->cq);
+	if (p->ch)
+		ibv_destroy_comp_channel(p->ch);
+	if (p->dev)
+		emunic_vdev_close(p->dev);
+	free(p->arrived);
+	free(p->step);
+	free(p);
+}
+
+int emunic_ptp_create(struct emunic_boot *boot, const struct emunic_ptp_attr *a, struct emunic_ptp **out)
+{
+	struct emunic_ptp *p;
+	int r;
+
+	if (!boot || !out || (a && a->signal != EMUNIC_COLL_SEND && a->signal != EMUNIC_COLL_WRITE_IMM))
+		return -EINVAL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	if (a)
+		p->attr = *a;
+	else
+		emunic_ptp_attr_init(&p->attr);
+	p->boot = boot;
+	p->rank = emunic_boot_rank(boot);
+	p->size = emunic_boot_size(boot);
+	p->arrived = calloc((size_t)p->size, sizeof(*p->arrived));
+	r = p->arrived ? build_schedule(p) : -ENOMEM;
+	if (!r && p->size > 1)
+		r = open_verbs(p);
+	if (r) {
+		ptp_free(p);
+		return r;
+	}
+	*out = p;
+	return 0;
+}
+
+/* Every signal this rank sent must be delivered before its QPs go, or a
+ * partner (the extra rank, released last) would wait for ever. */
+static int drain(struct emunic_ptp *p)
+{
+	long long deadline = now_us() + (long long)ptp_timeout(p) * 1000;
+
+	while (p->sends_out && !p->err) {
+		int r = poll_cq(p);
+
+		if (r)
+			return r;
+		if (ptp_timeout(p) >= 0 && now_us() > deadline)
+			return emunic_err(-ETIMEDOUT, "ptp: %u signal(s) not delivered after %d ms",
+					  p->sends_out, ptp_timeout(p));
+		r = p->sends_out ? sleep_on_cq(p, PTP_SLICE_MS) : 0;
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+int emunic_ptp_destroy(struct emunic_ptp *p)
+{
+	int r = 0;
+
+	if (!p)
+		return -EINVAL;
+	if (p->nreq)
+		return emunic_err(-EBUSY, "ptp: destroy with %d barrier request(s) not waited", p->nreq);
+	if (p->size > 1)
+		r = drain(p);
+	ptp_free(p);
+	return r;
+}

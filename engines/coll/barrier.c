@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The offloaded recursive-doubling barrier (seed 003, tables I-IV), for any
+ * number of ranks M.  N is the largest power of two <= M; rank r >= N (an
+ * "extra" rank) is paired with r - N.  Each rank's barrier is one task list
+ * on its management queue:
+ *
+ *   extra rank r:        SEND(r-N) SEND_EN(r-N) WAIT(r-N)*
+ *   rank r < N:          [WAIT(r+N)]  then for d = 1, 2, .. N/2:
+ *                        SEND(r^d) SEND_EN(r^d) WAIT(r^d)
+ *                        [SEND(r+N) SEND_EN(r+N)]*
+ *   (* = SIGNAL: its MQ completion is the barrier's completion)
+ *
+ * preceded by one RECV per partner to keep the receive window full.  SENDs go
+ * to MANAGED_SEND QPs, so they are held until their SEND_EN runs on the MQ,
+ * i.e. until every earlier WAIT there is satisfied; each WAIT counts one
+ * arrival on that peer's own receive CQ and advances its base (WAIT_EN_LAST),
+ * so an early signal for a later barrier is simply counted ahead.
+ */
+#include "engines/coll/coll_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static int pow2_floor(int m)
+{
+	int n = 1;
+
+	while (n <= m / 2)
+		n *= 2;
+	return n;
+}
+
+static void add_step(struct emunic_coll *c, int peer, bool send, bool wait)
+{
+	c->step[c->nstep++] = (struct coll_step){ .peer = peer, .send = send, .wait = wait };
+	c->peer[peer].partner = true;
+}
+
+/* This rank's schedule; marks the partners a sparse coll connects to. */
+static void build_schedule(struct emunic_coll *c)
+{
+	int n = pow2_floor(c->size), r = c->rank;
+	bool has_extra = r < n && r + n < c->size;
+
+	if (c->size == 1)
+		return;
+	if (r >= n) {
+		add_step(c, r - n, true, true);
+		return;
+	}
+	/* The extra rank's signal first: it has entered too. */
+	if (has_extra)
+		add_step(c, r + n, false, true);
+	for (int d = 1; d < n; d <<= 1)
+		add_step(c, r ^ d, true, true);
+	/* Everyone has entered: release the extra rank. */
+	if (has_extra)
+		add_step(c, r + n, true, false);
+}
+
+/* Tasks in one barrier's list: a RECV and a WAIT per wait step, a data task
+ * and a SEND_EN per send step. */
+static unsigned list_len(const struct emunic_coll *c)
+{
+	unsigned n = 0;
+
+	for (int i = 0; i < c->nstep; i++)
+		n += (c->step[i].wait ? 2u : 0u) + (c->step[i].send ? 2u : 0u);
+	return n;
+}
+
+int coll_barrier_setup(struct emunic_coll *c)
+{
+	/* At most log2(M) doubling steps plus the two extra-rank steps. */
+	int max = 2;
+
+	for (int m = 1; m < c->size; m <<= 1)
+		max++;
+	c->step = calloc((size_t)max, sizeof(*c->step));
+	if (!c->step)
+		return -ENOMEM;
+	build_schedule(c);
+	c->ntask = list_len(c);
+	c->task = calloc(c->ntask ? c->ntask : 1, sizeof(*c->task));
+	return c->task ? 0 : -ENOMEM;
+}
+
+static uint64_t wr_id(uint64_t seq, int peer)
+{
+	return seq << COLL_PEER_BITS | ((uint64_t)peer & COLL_PEER_MASK);
+}
+
+static struct emunic_task *next(struct emunic_coll *c, unsigned *n, int op, int peer, uint64_t seq)
+{
+	struct emunic_task *t = &c->task[(*n)++];
+
+	*t = (struct emunic_task){ .op = op, .wr_id = wr_id(seq, peer), .qp = c->peer[peer].qp };
+	return t;
+}
+
+static void add_recv(struct emunic_coll *c, unsigned *n, int peer, uint64_t seq)
+{
+	next(c, n, EMUNIC_TASK_RECV, peer, seq);
+}
+
+/* The signal itself: a 0-byte SEND or WRITE_IMM, held until SEND_EN. */
+static void add_signal(struct emunic_coll *c, unsigned *n, int peer, uint64_t seq)
+{
+	struct emunic_task *t;
+
+	if (c->attr.signal == EMUNIC_COLL_WRITE_IMM) {
+		/* 0 bytes need no target address or rkey (IBA C9-88); the
+		 * immediate carries the barrier number for traces. */
+		t = next(c, n, EMUNIC_TASK_WRITE_IMM, peer, seq);
+		t->imm = (uint32_t)seq;
+	} else {
+		next(c, n, EMUNIC_TASK_SEND, peer, seq);
+	}
+	t = next(c, n, EMUNIC_TASK_SEND_EN, peer, seq);
+	t->count = 1;
+}
+
+static void add_wait(struct emunic_coll *c, unsigned *n, int peer, uint64_t seq)
+{
+	struct emunic_task *t = next(c, n, EMUNIC_TASK_WAIT, peer, seq);
+
+	t->qp = NULL;
+	t->cq = c->peer[peer].rcq;
+	t->count = 1;
+	t->flags = EMUNIC_TASK_WAIT_EN_LAST;
+}
+
+static unsigned build_list(struct emunic_coll *c, uint64_t seq)
+{
+	unsigned n = 0;
+
+	/* Replenish first: this barrier consumes one receive per partner. */
+	for (int i = 0; i < c->nstep; i++)
+		if (c->step[i].wait)
+			add_recv(c, &n, c->step[i].peer, seq);
+	for (int i = 0; i < c->nstep; i++) {
+		if (c->step[i].send)
+			add_signal(c, &n, c->step[i].peer, seq);
+		if (c->step[i].wait)
+			add_wait(c, &n, c->step[i].peer, seq);
+	}
+	c->task[n - 1].flags |= EMUNIC_TASK_SIGNAL;
+	return n;
+}
+
+static int count_sends(const struct emunic_coll *c)
+{
+	int n = 0;
+
+	for (int i = 0; i < c->nstep; i++)
+		n += c->step[i].send;
+	return n;
+}
+
+/* Posts the next barrier; *seq is its number. */
+int coll_barrier_post(struct emunic_coll *c, uint64_t *seq)
+{
+	uint64_t s = c->posted + 1;
+	unsigned n;
+	int r;
+
+	if (c->size == 1) {
+		c->posted = c->done = s;
+		*seq = s;
+		return 0;
+	}
+	/* Bounds every queue: see COLL_MAX_INFLIGHT. */
+	if (c->posted - c->done >= COLL_MAX_INFLIGHT)
+		return -ENOSPC;
+	n = build_list(c, s);
+	r = emunic_mq_post(c->mq, c->task, n);
+	if (r == -ENOSPC)
+		return r;
+	if (r)
+		return coll_err(c, r, "barrier %llu: posting its %u-task list failed (%d)",
+				(unsigned long long)s, n, r);
+	c->posted = s;
+	c->sends_posted += (uint64_t)count_sends(c);
+	*seq = s;
+	return 0;
+}
+
+/* The receive window, posted once before the first barrier (as sequence 0). */
+int coll_barrier_prepost(struct emunic_coll *c)
+{
+	struct emunic_task *t;
+	unsigned n = 0;
+	int r;
+
+	if (c->size == 1)
+		return 0;
+	for (int w = 0; w < COLL_RECV_WINDOW; w++)
+		for (int i = 0; i < c->nstep; i++)
+			if (c->step[i].wait)
+				n++;
+	t = calloc(n, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	n = 0;
+	for (int w = 0; w < COLL_RECV_WINDOW; w++)
+		for (int i = 0; i < c->nstep; i++) {
+			int p = c->step[i].peer;
+
+			if (c->step[i].wait)
+				t[n++] = (struct emunic_task){ .op = EMUNIC_TASK_RECV, .wr_id = wr_id(0, p),
+							       .qp = c->peer[p].qp };
+		}
+	r = emunic_mq_post(c->mq, t, n);
+	free(t);
+	if (r)
+		return coll_err(c, r, "posting the %u initial receives failed (%d)", n, r);
+	return 0;
+}
+
+/* Destroy's fence: completes once every signal this rank sent was delivered
+ * (its send completion produced), so no peer is left waiting for one. */
+int coll_barrier_fence(struct emunic_coll *c, uint64_t *seq)
+{
+	uint64_t s = c->posted + 1;
+	struct emunic_task t = {
+		.op = EMUNIC_TASK_WAIT, .flags = EMUNIC_TASK_SIGNAL,
+		.wr_id = wr_id(s, (int)COLL_PEER_MASK), .cq = c->scq, .count = (uint32_t)c->sends_posted,
+	};
+	int r;
+
+	if (c->size == 1 || !c->sends_posted) {
+		*seq = 0;
+		return 0;
+	}
+	r = emunic_mq_post(c->mq, &t, 1);
+	if (r)
+		return coll_err(c, r, "posting the teardown fence failed (%d)", r);
+	c->posted = s;
+	*seq = s;
+	return 0;
+}

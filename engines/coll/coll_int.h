@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/* Private to engines/coll: the collective object and its barrier schedule. */
+#ifndef EMUNIC_COLL_INT_H
+#define EMUNIC_COLL_INT_H
+
+#include <stdbool.h>
+#include <emunic/coll.h>
+
+/* Barriers one coll may have in flight; bounds every queue depth below. */
+#define COLL_MAX_INFLIGHT 64
+/* Receives kept posted ahead per partner.  A partner can send its signal for
+ * barrier k + 1 only once barrier k completed there, i.e. once this rank
+ * posted barrier k (and so k + window receives): a window of 1 never meets
+ * RNR; 2 keeps a margin. */
+#define COLL_RECV_WINDOW 2
+/* wr_id of every task: the barrier's sequence number above, the peer below,
+ * so an error completion names both. */
+#define COLL_PEER_BITS 24
+#define COLL_PEER_MASK ((1ull << COLL_PEER_BITS) - 1)
+
+struct coll_peer {
+	struct emunic_qp *qp;		/* NULL: no connection to this rank */
+	struct emunic_cq *rcq;		/* COUNT_ONLY: this peer's signals, for WAIT */
+	bool partner;			/* the barrier exchanges signals with it */
+};
+
+/* One step of this rank's barrier: signal peer, then (or only) wait for it. */
+struct coll_step {
+	int peer;
+	bool send, wait;
+};
+
+struct emunic_coll {
+	struct emunic_dev *dev;
+	struct emunic_coll_attr attr;
+	int rank, size;
+	struct emunic_mq *mq;
+	struct emunic_cq *scq;		/* every QP's sends, drained by progress */
+	struct coll_peer *peer;		/* by rank */
+	int nqp;
+	struct coll_step *step;		/* this rank's schedule */
+	int nstep;
+	struct emunic_task *task;	/* scratch for one barrier's task list */
+	unsigned ntask;			/* tasks in one barrier's list */
+	uint64_t posted, done;		/* barrier sequence numbers, from 1 */
+	uint64_t sends_posted, sends_done;
+	int err;			/* first failure; barriers from err_seq on fail */
+	uint64_t err_seq;
+	int nreq;			/* requests handed out, not yet waited */
+};
+
+struct emunic_coll_req {
+	struct emunic_coll *c;
+	uint64_t seq;
+};
+
+/* "emunic: rank R: coll: ..." on stderr; returns err (negative). */
+int coll_err(const struct emunic_coll *c, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int coll_timeout(const struct emunic_coll *c);
+long long coll_now_ms(void);
+
+/* barrier.c */
+int coll_barrier_setup(struct emunic_coll *c);
+int coll_barrier_post(struct emunic_coll *c, uint64_t *seq);
+int coll_barrier_prepost(struct emunic_coll *c);
+int coll_barrier_fence(struct emunic_coll *c, uint64_t *seq);
+
+/* coll.c */
+int coll_progress(struct emunic_coll *c);
+int coll_seq_status(const struct emunic_coll *c, uint64_t seq);
+int coll_wait_seq(struct emunic_coll *c, uint64_t seq, int timeout_ms);
+
+#endif

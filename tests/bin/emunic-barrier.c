@@ -1,0 +1,527 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * emunic-barrier: checks that a barrier is one.  Each round every rank sleeps
+ * a random 0..MAX us, notes when it entered and when it left the barrier
+ * (CLOCK_REALTIME: the ranks share one machine), and at the end every rank's
+ * times are gathered: no rank may leave a round before the last rank entered
+ * it.  --ibarrier-compute instead posts an ibarrier, computes without calling
+ * the library, and checks with one test call that the barrier completed
+ * meanwhile (offload progress); the host-progressed PTP baseline fails that.
+ */
+#include "baseline/ptp.h"
+
+#include <emunic.h>
+#include <emunic/coll.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_VERIFY 1
+#define EXIT_USAGE 2
+#define EXIT_RUN 3
+#define MAX_REPORTS 10
+
+/* IMPL_NONE: no barrier at all, so the verification must fail. */
+enum impl { IMPL_MQ, IMPL_PTP, IMPL_NONE };
+
+struct opts {
+	enum impl impl;
+	struct emunic_coll_attr ca;
+	int rounds, skew_us, compute_ms, spin_us, timeout_ms, ibarrier_compute;
+	int stall_rank;			/* stops entering barriers half-way */
+	int inflight;			/* > 1: that many ibarriers posted at once */
+	enum emunic_idle idle;
+};
+
+struct bar {
+	struct opts o;
+	struct emunic_boot *boot;
+	struct emunic_dev *dev;
+	struct emunic_coll *coll;
+	struct emunic_ptp *ptp;
+	int rank, size;
+	uint64_t rng;
+};
+
+/* ---- the two implementations behind one face ------------------------------ */
+
+static int do_barrier(struct bar *b)
+{
+	if (b->o.impl == IMPL_NONE)
+		return 0;
+	return b->o.impl == IMPL_MQ ? emunic_barrier(b->coll) : emunic_ptp_barrier(b->ptp);
+}
+
+static int do_ibarrier(struct bar *b, void **req)
+{
+	if (b->o.impl == IMPL_MQ)
+		return emunic_ibarrier(b->coll, (struct emunic_coll_req **)req);
+	return emunic_ptp_ibarrier(b->ptp, (struct emunic_ptp_req **)req);
+}
+
+static int do_test(struct bar *b, void *req)
+{
+	return b->o.impl == IMPL_MQ ? emunic_coll_test(req) : emunic_ptp_test(req);
+}
+
+static int do_wait(struct bar *b, void *req)
+{
+	return b->o.impl == IMPL_MQ ? emunic_coll_wait(req, b->o.timeout_ms) : emunic_ptp_wait(req, b->o.timeout_ms);
+}
+
+static const char *impl_name(const struct bar *b)
+{
+	return b->o.impl == IMPL_MQ ? "mq" : b->o.impl == IMPL_PTP ? "ptp" : "none";
+}
+
+static int fail(const struct bar *b, int err, const char *what)
+{
+	fprintf(stderr, "emunic-barrier: rank %d: %s failed: %s\n", b->rank, what, strerror(-err));
+	return err;
+}
+
+static int setup_ptp(struct bar *b)
+{
+	struct emunic_ptp_attr pa;
+	int r;
+
+	emunic_ptp_attr_init(&pa);
+	pa.signal = b->o.ca.signal;
+	pa.timeout_ms = b->o.timeout_ms;
+	if (b->o.spin_us != -2)
+		pa.spin_us = b->o.spin_us;
+	r = emunic_ptp_create(b->boot, &pa, &b->ptp);
+	return r ? fail(b, r, "emunic_ptp_create") : 0;
+}
+
+static int setup_mq(struct bar *b)
+{
+	struct emunic_dev_attr da;
+	int r;
+
+	emunic_dev_attr_init(&da);
+	da.idle = b->o.idle;
+	r = emunic_dev_open(b->boot, &da, &b->dev);
+	if (r)
+		return fail(b, r, "emunic_dev_open");
+	r = emunic_coll_create(b->dev, &b->o.ca, &b->coll);
+	return r ? fail(b, r, "emunic_coll_create") : 0;
+}
+
+static int setup(struct bar *b)
+{
+	int r = emunic_boot_init(&b->boot);
+
+	if (r)
+		return fail(b, r, "bootstrap");
+	b->rank = emunic_boot_rank(b->boot);
+	b->size = emunic_boot_size(b->boot);
+	if (b->o.impl == IMPL_NONE)
+		return 0;
+	return b->o.impl == IMPL_PTP ? setup_ptp(b) : setup_mq(b);
+}
+
+static int teardown(struct bar *b)
+{
+	int r = 0, t;
+
+	if (b->coll && (t = emunic_coll_destroy(b->coll)))
+		r = fail(b, t, "emunic_coll_destroy");
+	if (b->ptp && (t = emunic_ptp_destroy(b->ptp)))
+		r = fail(b, t, "emunic_ptp_destroy");
+	if (b->dev && (t = emunic_dev_close(b->dev)))
+		r = fail(b, t, "emunic_dev_close");
+	if (b->boot)
+		emunic_boot_fini(b->boot);
+	return r;
+}
+
+/* ---- time and randomness ---------------------------------------------------- */
+
+static int64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static uint64_t rnd(struct bar *b)
+{
+	b->rng ^= b->rng << 13;
+	b->rng ^= b->rng >> 7;
+	b->rng ^= b->rng << 17;
+	return b->rng;
+}
+
+static void skew(struct bar *b)
+{
+	long us = b->o.skew_us ? (long)(rnd(b) % ((uint64_t)b->o.skew_us + 1)) : 0;
+	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = us % 1000000 * 1000 };
+
+	if (us)
+		nanosleep(&ts, NULL);
+}
+
+/* Application work that never enters the library: only the progress core
+ * (or nothing, for PTP) can move a posted barrier meanwhile. */
+static double compute(int ms)
+{
+	int64_t end = mono_ns() + (int64_t)ms * 1000000;
+	volatile double x = 1.0;
+
+	while (mono_ns() < end)
+		for (int i = 0; i < 4096; i++)
+			x = x * 1.0000001 + 1e-9;
+	return x;
+}
+
+/* ---- skewed rounds, verified ---------------------------------------------- */
+
+struct stamp {
+	int64_t in, out;
+};
+
+/* A rank that never comes back: the others must time out and name it. */
+static void stall(const struct bar *b, int i)
+{
+	fprintf(stderr, "emunic-barrier: rank %d: stalling before round %d (--stall-rank)\n", b->rank, i);
+	for (;;)
+		pause();
+}
+
+static int round_failed(const struct bar *b, int i, const char *what, int r)
+{
+	fprintf(stderr, "emunic-barrier: rank %d: round %d of %d: %s failed: %s\n", b->rank, i, b->o.rounds,
+		what, strerror(-r));
+	return r;
+}
+
+/* Completes req by polling: the first of a group goes through test. */
+static int test_until_done(struct bar *b, void *req)
+{
+	int t;
+
+	while (!(t = do_test(b, req)))
+		sched_yield();
+	return t < 0 ? t : 0;
+}
+
+/* Rounds first..first+n-1 posted one after another (each after its skew),
+ * then completed in order: the first by test, the rest by wait. */
+static int run_group(struct bar *b, struct stamp *st, int first, int n)
+{
+	void *req[64];		/* --inflight is at most 64 */
+	int r = 0, posted;
+
+	for (posted = 0; posted < n && !r; posted++) {
+		skew(b);
+		st[first + posted].in = realtime_ns();
+		r = do_ibarrier(b, &req[posted]);
+		if (r)
+			round_failed(b, first + posted, "ibarrier", r);
+	}
+	if (r)
+		posted--;
+	for (int j = 0; j < posted; j++) {
+		int t = j == 0 && !r ? test_until_done(b, req[j]) : 0;
+		int w = do_wait(b, req[j]);
+
+		st[first + j].out = realtime_ns();
+		if (!r && (t || w))
+			r = round_failed(b, first + j, t ? "ibarrier test" : "ibarrier wait", t ? t : w);
+	}
+	return r;
+}
+
+static int run_rounds(struct bar *b, struct stamp *st)
+{
+	for (int i = 0; i < b->o.rounds; i++) {
+		int r;
+
+		if (b->rank == b->o.stall_rank && i == b->o.rounds / 2)
+			stall(b, i);
+		if (b->o.inflight > 1 && b->o.impl != IMPL_NONE) {
+			int n = b->o.rounds - i < b->o.inflight ? b->o.rounds - i : b->o.inflight;
+
+			r = run_group(b, st, i, n);
+			if (r)
+				return r;
+			i += n - 1;
+			continue;
+		}
+		skew(b);
+		st[i].in = realtime_ns();
+		r = do_barrier(b);
+		st[i].out = realtime_ns();
+		if (r)
+			return round_failed(b, i, "barrier", r);
+	}
+	return 0;
+}
+
+/* Rank 0 has printed the verdict: only now may a rank exit (with it),
+ * since emunic-run kills the others when one exits non-zero. */
+static int report_done(struct bar *b, int verdict)
+{
+	int r;
+
+	fflush(stdout);
+	r = emunic_boot_barrier(b->boot);
+	return r ? fail(b, r, "emunic_boot_barrier") : verdict;
+}
+
+struct verdict {
+	long violations;
+	double mean_us, max_us;		/* last entry to last exit */
+};
+
+/* all[rank * rounds + i].  Reports (on rank 0) the first violations. */
+static struct verdict verify(const struct bar *b, const struct stamp *all)
+{
+	struct verdict v = { 0 };
+	int n = b->o.rounds;
+
+	for (int i = 0; i < n; i++) {
+		int64_t last_in = all[i].in, last_out = all[i].out;
+		int who = 0;
+
+		for (int q = 1; q < b->size; q++) {
+			if (all[q * n + i].in > last_in) {
+				last_in = all[q * n + i].in;
+				who = q;
+			}
+			if (all[q * n + i].out > last_out)
+				last_out = all[q * n + i].out;
+		}
+		for (int q = 0; q < b->size; q++) {
+			int64_t early = last_in - all[q * n + i].out;
+
+			if (early <= 0)
+				continue;
+			if (b->rank == 0 && v.violations < MAX_REPORTS)
+				printf("emunic-barrier: VIOLATION round %d: rank %d left %.1f us "
+				       "before rank %d entered\n", i, q, early / 1e3, who);
+			v.violations++;
+		}
+		v.mean_us += (last_out - last_in) / 1e3 / n;
+		if ((last_out - last_in) / 1e3 > v.max_us)
+			v.max_us = (last_out - last_in) / 1e3;
+	}
+	return v;
+}
+
+static int skew_test(struct bar *b)
+{
+	struct stamp *st = calloc((size_t)b->o.rounds, sizeof(*st));
+	struct stamp *all = calloc((size_t)b->o.rounds * (size_t)b->size, sizeof(*all));
+	int64_t t0 = mono_ns();
+	struct verdict v;
+	int r;
+
+	if (!st || !all) {
+		free(st);
+		free(all);
+		return fail(b, -ENOMEM, "allocating timestamps");
+	}
+	r = run_rounds(b, st);
+	t0 = mono_ns() - t0;
+	r = r ? r : emunic_boot_allgather(b->boot, st, (size_t)b->o.rounds * sizeof(*st), all);
+	if (!r) {
+		v = verify(b, all);
+		if (b->rank == 0)
+			printf("emunic-barrier: %s %s %s, %d ranks (%d QPs on rank 0), %d rounds, skew 0..%d us: "
+			       "%ld violations; last entry to last exit %.1f us mean, %.1f us max; %.2f s\n",
+			       impl_name(b), emunic_coll_signal_str(b->o.ca.signal),
+			       emunic_coll_conn_str(b->o.ca.conn), b->size,
+			       b->coll ? emunic_coll_qp_count(b->coll) : b->size - 1, b->o.rounds, b->o.skew_us,
+			       v.violations, v.mean_us, v.max_us, t0 / 1e9);
+		r = report_done(b, v.violations ? EXIT_VERIFY : 0);
+	}
+	free(st);
+	free(all);
+	return r;
+}
+
+/* ---- ibarrier while computing ----------------------------------------------- */
+
+static int compute_round(struct bar *b, int i, long *incomplete)
+{
+	void *req;
+	int r, t;
+
+	/* Out of band, so no rank polls a signal of this round before posting
+	 * it: for PTP, the first rank to test then cannot have finished. */
+	r = emunic_boot_barrier(b->boot);
+	if (r)
+		return fail(b, r, "emunic_boot_barrier");
+	skew(b);
+	r = do_ibarrier(b, &req);
+	if (r)
+		return fail(b, r, "ibarrier");
+	compute(b->o.compute_ms);
+	t = do_test(b, req);
+	if (t == 0) {
+		fprintf(stderr, "emunic-barrier: rank %d: round %d: ibarrier not complete after %d ms of "
+			"computing (one test call)\n", b->rank, i, b->o.compute_ms);
+		(*incomplete)++;
+	}
+	r = do_wait(b, req);
+	if (t < 0 || r) {
+		fprintf(stderr, "emunic-barrier: rank %d: round %d: ibarrier failed: %s\n", b->rank, i,
+			strerror(t < 0 ? -t : -r));
+		return t < 0 ? t : r;
+	}
+	return 0;
+}
+
+static int compute_test(struct bar *b)
+{
+	long incomplete = 0, total = 0, *all = calloc((size_t)b->size, sizeof(long));
+	int r = all ? 0 : -ENOMEM;
+
+	for (int i = 0; i < b->o.rounds && !r; i++)
+		r = compute_round(b, i, &incomplete);
+	r = r ? r : emunic_boot_allgather(b->boot, &incomplete, sizeof(incomplete), all);
+	if (!r) {
+		for (int q = 0; q < b->size; q++)
+			total += all[q];
+		if (b->rank == 0)
+			printf("emunic-barrier: ibarrier-compute %s %s %s, %d ranks, %d rounds of %d ms: "
+			       "%ld of %ld ibarriers %s at the first test\n", impl_name(b),
+			       emunic_coll_signal_str(b->o.ca.signal), emunic_coll_conn_str(b->o.ca.conn), b->size,
+			       b->o.rounds, b->o.compute_ms, total ? total : (long)b->o.rounds * b->size,
+			       (long)b->o.rounds * b->size, total ? "NOT complete" : "complete");
+		r = report_done(b, total ? EXIT_VERIFY : 0);
+	}
+	free(all);
+	return r;
+}
+
+/* ---- options -------------------------------------------------------------- */
+
+static const char usage[] =
+"usage: emunic-run -n N emunic-barrier [--impl mq|ptp|none] [--signal send|write_imm]\n"
+"           [--conn dense|sparse] [--rounds N] [--skew-us MAX] [--ibarrier-compute]\n"
+"           [--compute-ms MS] [--spin-us US] [--idle default|spin|sleep] [--timeout-ms MS]\n"
+"           [--stall-rank R] [--inflight K]\n"
+"  Verifies that no rank leaves a barrier before the last one entered it, over\n"
+"  N rounds with every rank entering after a random 0..MAX us (default 100).\n"
+"  --ibarrier-compute: post an ibarrier, compute MS ms (default 300) without\n"
+"  calling the library, then one test call must find it complete.\n"
+"  --impl ptp is the host-progressed baseline (dense only; --spin-us: how long\n"
+"  its wait spins before sleeping).  --idle: the progress core's idle policy.\n"
+"  --stall-rank R: rank R stops half-way, so the others must time out\n"
+"  (--timeout-ms) and name the peers whose signals are missing.  --inflight K:\n"
+"  post K ibarriers (each after its delay), then complete them in order, the\n"
+"  first by test calls, the rest by wait.  --impl none: no barrier at all,\n"
+"  which the verification must catch.\n"
+"  Exit: 0 verified, 1 verification failed, 2 usage, 3 RDMA or bootstrap error.\n";
+
+static int pick(const char *s, const char *a, const char *b_)
+{
+	return !strcmp(s, a) ? 0 : !strcmp(s, b_) ? 1 : -1;
+}
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+	static const struct option lo[] = {
+		{ "impl", required_argument, NULL, 'i' }, { "signal", required_argument, NULL, 's' },
+		{ "conn", required_argument, NULL, 'c' }, { "rounds", required_argument, NULL, 'r' },
+		{ "skew-us", required_argument, NULL, 'k' }, { "ibarrier-compute", no_argument, NULL, 'b' },
+		{ "compute-ms", required_argument, NULL, 'm' }, { "spin-us", required_argument, NULL, 'p' },
+		{ "idle", required_argument, NULL, 'd' }, { "timeout-ms", required_argument, NULL, 't' },
+		{ "stall-rank", required_argument, NULL, 'S' }, { "inflight", required_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' }, { 0 }
+	};
+	int c, v;
+
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			if ((v = pick(optarg, "mq", "ptp")) < 0 && strcmp(optarg, "none"))
+				return -1;
+			o->impl = v < 0 ? IMPL_NONE : (enum impl)v;
+			break;
+		case 's': if ((v = pick(optarg, "send", "write_imm")) < 0) return -1;
+			o->ca.signal = (enum emunic_coll_signal)v; break;
+		case 'c': if ((v = pick(optarg, "dense", "sparse")) < 0) return -1;
+			o->ca.conn = (enum emunic_coll_conn)v; break;
+		case 'r': if ((o->rounds = atoi(optarg)) < 1) return -1; break;
+		case 'k': if ((o->skew_us = atoi(optarg)) < 0) return -1; break;
+		case 'b': o->ibarrier_compute = 1; break;
+		case 'm': if ((o->compute_ms = atoi(optarg)) < 0) return -1; break;
+		case 'p': o->spin_us = atoi(optarg); break;
+		case 'd':
+			if (!strcmp(optarg, "default")) o->idle = EMUNIC_IDLE_DEFAULT;
+			else if (!strcmp(optarg, "spin")) o->idle = EMUNIC_IDLE_SPIN;
+			else if (!strcmp(optarg, "sleep")) o->idle = EMUNIC_IDLE_SLEEP;
+			else return -1;
+			break;
+		case 't': if (!(o->timeout_ms = atoi(optarg))) return -1; o->ca.timeout_ms = o->timeout_ms; break;
+		case 'S': o->stall_rank = atoi(optarg); break;
+		case 'n': if ((o->inflight = atoi(optarg)) < 1 || o->inflight > 64) return -1; break;
+		case 'h': fputs(usage, stdout); exit(0);
+		default: return -1;
+		}
+	}
+	if (optind != argc)
+		return -1;
+	if (o->impl == IMPL_PTP && o->ca.conn == EMUNIC_COLL_SPARSE) {
+		fprintf(stderr, "emunic-barrier: --impl ptp has dense connections only\n");
+		return -1;
+	}
+	if (o->impl == IMPL_NONE && o->ibarrier_compute) {
+		fprintf(stderr, "emunic-barrier: --impl none has no ibarrier\n");
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct bar b = { .rank = -1 };
+	int r, t;
+
+	emunic_coll_attr_init(&b.o.ca);
+	b.o.rounds = 100;
+	b.o.skew_us = 100;
+	b.o.compute_ms = 300;
+	b.o.spin_us = -2;		/* the PTP default */
+	b.o.timeout_ms = 30000;
+	b.o.stall_rank = -1;
+	b.o.inflight = 1;
+	b.o.ca.timeout_ms = b.o.timeout_ms;
+	if (parse(argc, argv, &b.o)) {
+		fputs(usage, stderr);
+		return EXIT_USAGE;
+	}
+	r = setup(&b);
+	b.rng = 0x9e3779b97f4a7c15ull * (uint64_t)(b.rank + 1) ^ (uint64_t)realtime_ns();
+	b.rng = b.rng ? b.rng : 1;
+	/* Untimed: connections settle, and no rank starts while another still
+	 * sets up. */
+	if (!r && (r = do_barrier(&b)))
+		fail(&b, r, "the first barrier");
+	if (!r)
+		r = b.o.ibarrier_compute ? compute_test(&b) : skew_test(&b);
+	t = teardown(&b);
+	if (r == EXIT_VERIFY)
+		return EXIT_VERIFY;
+	return r || t ? EXIT_RUN : 0;
+}

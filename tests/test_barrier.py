@@ -1,0 +1,147 @@
+"""The recursive-doubling barrier: offloaded on the management queue (mq) and
+the host-progressed point-to-point baseline (ptp), over rxe.
+
+Every correctness run has each rank enter after a random delay and checks,
+from all ranks' clocks, that no rank left a round before the last one entered.
+"""
+import re
+
+import pytest
+
+from conftest import BIN, SANBIN, host
+
+RUN = BIN + "/emunic-run"
+BAR = BIN + "/emunic-barrier"
+ROUNDS = 1000
+SKEW = 200
+
+
+def barrier(rxe, n, args, prog=BAR, timeout=300, wrap=""):
+    cmd = "%s -n %d -t %d %s %s %s" % (RUN, n, timeout, wrap, prog, args)
+    return rxe.run(cmd, timeout=timeout + 60)
+
+
+def summary(out):
+    m = re.search(r"emunic-barrier: .* (\d+) ranks \((\d+) QPs on rank 0\), (\d+) rounds, .*: "
+                  r"(\d+) violations", out)
+    assert m, out
+    return {"ranks": int(m.group(1)), "qps": int(m.group(2)), "rounds": int(m.group(3)),
+            "violations": int(m.group(4))}
+
+
+# Both signals and both connection kinds, powers of two and not (3, 5: an
+# extra rank; sparse 3: the extra rank's partner is its only QP).
+MQ_CASES = [
+    (2, "send", "dense"),
+    (3, "write_imm", "sparse"),
+    (4, "send", "sparse"),
+    (5, "write_imm", "dense"),
+    (8, "send", "dense"),
+    (8, "write_imm", "sparse"),
+]
+
+
+@pytest.mark.parametrize("n,signal,conn", MQ_CASES)
+def test_mq_barrier_under_skew(rxe, n, signal, conn):
+    rc, out = barrier(rxe, n, "--impl mq --signal %s --conn %s --rounds %d --skew-us %d"
+                      % (signal, conn, ROUNDS, SKEW))
+    assert rc == 0, out
+    s = summary(out)
+    assert s == {"ranks": n, "qps": s["qps"], "rounds": ROUNDS, "violations": 0}, out
+    # Rank 0 is never an extra rank: sparse holds its log2 partners (and
+    # rank N's, when there is an extra rank), dense a QP to every rank.
+    pow2 = 1 << (n.bit_length() - 1)
+    partners = (pow2.bit_length() - 1) + (1 if n > pow2 else 0)
+    assert s["qps"] == (partners if conn == "sparse" else n - 1), out
+
+
+@pytest.mark.parametrize("impl", ["mq", "ptp"])
+def test_one_rank(rxe, impl):
+    """A job of one: every barrier and ibarrier completes at once."""
+    rc, out = barrier(rxe, 1, "--impl %s --rounds 100 --inflight 4" % impl, timeout=60)
+    assert rc == 0, out
+    assert summary(out)["violations"] == 0, out
+    rc, out = barrier(rxe, 1, "--impl %s --ibarrier-compute --rounds 3 --compute-ms 10" % impl, timeout=60)
+    assert rc == 0, out
+    assert "3 of 3 ibarriers complete at the first test" in out, out
+
+
+@pytest.mark.parametrize("n,signal", [(2, "send"), (3, "write_imm"), (4, "send"), (5, "write_imm"),
+                                      (8, "send")])
+def test_ptp_barrier_under_skew(rxe, n, signal):
+    rc, out = barrier(rxe, n, "--impl ptp --signal %s --rounds %d --skew-us %d" % (signal, ROUNDS, SKEW))
+    assert rc == 0, out
+    s = summary(out)
+    assert (s["ranks"], s["rounds"], s["violations"]) == (n, ROUNDS, 0), out
+
+
+def test_verification_can_fail(rxe):
+    """With no barrier at all (--impl none) the check must report violations."""
+    rc, out = barrier(rxe, 4, "--impl none --rounds 50 --skew-us 2000", timeout=60)
+    assert rc == 1, out
+    assert re.search(r"VIOLATION round \d+: rank \d left [\d.]+ us before rank \d entered", out), out
+    assert summary(out)["violations"] > 0, out
+
+
+@pytest.mark.parametrize("impl,args", [
+    ("mq", "--conn sparse --inflight 8"),
+    ("mq", "--signal write_imm --inflight 64"),
+    ("ptp", "--inflight 8"),
+])
+def test_ibarriers_in_flight(rxe, impl, args):
+    """Up to K ibarriers posted before any completes (peers run K barriers
+    ahead), completed in order by test calls and wait."""
+    rc, out = barrier(rxe, 5, "--impl %s %s --rounds 600 --skew-us %d" % (impl, args, SKEW))
+    assert rc == 0, out
+    s = summary(out)
+    assert (s["ranks"], s["rounds"], s["violations"]) == (5, 600, 0), out
+
+
+@pytest.mark.parametrize("n,signal,conn", [(4, "send", "dense"), (5, "write_imm", "sparse")])
+def test_mq_ibarrier_progresses_while_app_computes(rxe, n, signal, conn):
+    """Posted, then only computing: one test call must find it complete."""
+    rc, out = barrier(rxe, n, "--impl mq --signal %s --conn %s --ibarrier-compute --rounds 5 "
+                      "--compute-ms 500" % (signal, conn))
+    assert rc == 0, out
+    assert "%d of %d ibarriers complete at the first test" % (5 * n, 5 * n) in out, out
+
+
+def test_ptp_ibarrier_needs_the_app(rxe):
+    """The same check fails for the host-progressed baseline: it proves the
+    check can fail, and that the mq result is the progress core's work."""
+    rc, out = barrier(rxe, 4, "--impl ptp --ibarrier-compute --rounds 5 --compute-ms 300")
+    assert rc == 1, out
+    assert "NOT complete at the first test" in out, out
+    assert re.search(r"rank \d: round \d: ibarrier not complete after 300 ms", out), out
+
+
+def test_mq_missing_rank_is_named(rxe):
+    """The extra rank (4 of 5) stops: its partner, rank 0, times out and
+    names it; the job fails instead of hanging."""
+    rc, out = barrier(rxe, 5, "--impl mq --rounds 20 --stall-rank 4 --timeout-ms 3000", timeout=120)
+    assert rc == 3, out
+    assert re.search(r"rank 0: coll: barrier \d+ not complete after 3000 ms; signals missing from "
+                     r"peer 4 \(\d+ of \d+\)", out), out
+
+
+def test_ptp_rejects_sparse():
+    """Options are checked before bootstrap: no RDMA, no guest needed."""
+    rc, out = host("%s --impl ptp --conn sparse" % BAR)
+    assert rc == 2, out
+    assert "dense connections only" in out, out
+
+
+def test_sanitized_build_is_clean(rxe):
+    rc, out = barrier(rxe, 4, "--impl mq --conn sparse --rounds 200", prog=SANBIN + "/emunic-barrier")
+    assert rc == 0, out
+    assert summary(out)["violations"] == 0, out
+    assert "ERROR: AddressSanitizer" not in out and "runtime error" not in out, out
+
+
+@pytest.mark.parametrize("impl", ["mq", "ptp"])
+def test_memcheck_is_clean(rxe, impl):
+    rc, out = barrier(rxe, 2, "--impl %s --signal write_imm --rounds 30" % impl,
+                      wrap="valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite "
+                           "--show-possibly-lost=no")
+    assert rc == 0, out
+    assert summary(out)["violations"] == 0, out
