@@ -1,8 +1,24 @@
 #!/usr/bin/env bash
-# The main job: the data-path demo at 2 and 4 ranks over rxe.
+# The main job over rxe: the data-path demo at 2 and 4 ranks, then the
+# barrier benchmark (offloaded mq vs host-progressed ptp) at 2 and 4 ranks,
+# its tables on stdout and its results in build/bench/barrier-N.csv.
+# BENCH_ITERS overrides the calls per measurement loop (default 100).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+start=$SECONDS
 for n in 2 4; do
   echo "== $n ranks: write, write_imm, send, read, fetch_add, verified byte by byte"
   build/bin/emunic-run -n "$n" -t 120 build/bin/emunic-datapath --size 1M --iters 3
 done
+mkdir -p build/bench
+iters=${BENCH_ITERS:-100}
+for n in 2 4; do
+  echo
+  echo "== $n ranks: barrier benchmark, offloaded (mq) vs host-progressed (ptp), $iters calls a loop"
+  # Both idle policies where it is cheap (2 ranks); the default one at 4.
+  idle=default; [ "$n" = 2 ] && idle=both
+  build/bin/emunic-run -n "$n" -t 600 build/bin/emunic-bench barrier --iters "$iters" --idle "$idle" \
+    --csv "build/bench/barrier-$n.csv"
+done
+echo
+echo "== demo done in $((SECONDS - start)) s; CSV in build/bench/barrier-2.csv, build/bench/barrier-4.csv"
