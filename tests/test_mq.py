@@ -15,6 +15,7 @@ CHECKS = {
     "no_interleave": "two task lists posted together are not interleaved",
     "rnr": "a receive not yet enabled makes the sender see RNR (rnr_retry 0)",
     "invalid": "invalid lists are rejected and leave the MQ usable",
+    "close_inflight": "closing the device with work in flight cancels it and returns",
     "wait_error": "a failed completion counted by an unsignaled WAIT surfaces on the MQ with its status",
 }
 
@@ -38,6 +39,17 @@ def test_invalid_lists_say_why(rxe):
     for why in ("unknown opcode", "empty task list", "the QP was not created MANAGED_SEND",
                 "its CQ is not a live CQ of this device"):
         assert why in out, why
+    # The destroyed CQ and the other device's CQ are each rejected.
+    assert out.count("its CQ is not a live CQ of this device") >= 4, out
+
+
+def test_close_with_work_in_flight(rxe):
+    rc, out = rxe.run("%s/emunic-run -n 2 -t 60 valgrind -q --error-exitcode=9 --leak-check=full "
+                      "--errors-for-leak-kinds=definite %s/emunic-mqtest close_inflight" % (BIN, BIN),
+                      timeout=240)
+    assert rc == 0, out
+    assert "rank 0: device rxe0 closing: peer 1 qp" in out and "2 unfinished work request(s) canceled" in out, out
+    assert "unfinished task(s) canceled (first: WAIT)" in out, out
 
 
 @pytest.mark.parametrize("idle", ["spin", "sleep"])

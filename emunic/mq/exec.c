@@ -150,13 +150,17 @@ void emunic_exec_qp_error(struct emunic_qp *qp, int status)
 	flush_unposted(qp, &qp->rq, status);
 }
 
-/* Device closing: every task still held, in verbs or not, is canceled. */
-static void cancel_fifo(struct emunic_qp *qp, struct task_fifo *f)
+/* Device closing: every task still held, in verbs or not, is canceled.
+ * Returns how many. */
+static uint64_t cancel_fifo(struct emunic_qp *qp, struct task_fifo *f)
 {
+	uint64_t n = f->tail - f->done;
+
 	for (uint64_t i = f->done; i < f->tail; i++)
 		task_done(qp, fifo_at(f, i), EMUNIC_WC_CANCELED, NULL);
-	atomic_fetch_add_explicit(&f->completed, f->tail - f->done, memory_order_release);
+	atomic_fetch_add_explicit(&f->completed, n, memory_order_release);
 	f->done = f->head = f->tail;
+	return n;
 }
 
 static int push_fifo(struct emunic_qp *qp, struct task_fifo *f, uint64_t released, bool recv)
@@ -280,13 +284,20 @@ int emunic_exec_mqs(struct emunic_dev *d)
 void emunic_exec_cancel_all(struct emunic_dev *d)
 {
 	for (struct obj *o = d->objs; o; o = o->next) {
+		uint64_t n = 0;
+
 		if (o->kind == OBJ_QP) {
-			cancel_fifo((struct emunic_qp *)o, &((struct emunic_qp *)o)->sq);
-			cancel_fifo((struct emunic_qp *)o, &((struct emunic_qp *)o)->rq);
+			struct emunic_qp *qp = (struct emunic_qp *)o;
+
+			n = cancel_fifo(qp, &qp->sq) + cancel_fifo(qp, &qp->rq);
+			if (n)
+				emunic_info("device %s closing: peer %d qp %u: %llu unfinished work request(s) "
+					    "canceled", d->v->name, qp->peer, atomic_load(&qp->qpn),
+					    (unsigned long long)n);
 		} else if (o->kind == OBJ_MQ) {
 			struct emunic_mq *mq = (struct emunic_mq *)o;
 
-			for (; mq->q.head < mq->q.tail; mq->q.head++) {
+			for (; mq->q.head < mq->q.tail; mq->q.head++, n++) {
 				struct core_task *t = fifo_at(&mq->q, mq->q.head);
 				struct emunic_wc wc = { .wr_id = t->t.wr_id, .op = t->t.op, .peer = -1,
 							.status = EMUNIC_WC_CANCELED };
@@ -294,6 +305,10 @@ void emunic_exec_cancel_all(struct emunic_dev *d)
 				if (t->t.flags & EMUNIC_TASK_SIGNAL)
 					mq_complete(mq, &wc);
 			}
+			if (n)
+				emunic_info("device %s closing: mq %p: %llu unfinished task(s) canceled (first: %s)",
+					    d->v->name, (void *)mq, (unsigned long long)n,
+					    emunic_task_op_str(fifo_at(&mq->q, mq->q.head - n)->t.op));
 		}
 	}
 }

@@ -355,6 +355,23 @@ static void t_wait_error(void)
 	sync_ranks();
 }
 
+static void t_close_inflight(void)
+{
+	/* Work that can never finish (held sends, a WAIT that will not be
+	 * met) when the device closes: close returns, says what it canceled,
+	 * and frees everything (memcheck runs this check too). */
+	setup(T->rank == 0 ? EMUNIC_QP_MANAGED_SEND : 0, 7);
+	if (T->rank == 1)
+		recvs(2);
+	sync_ranks();
+	if (T->rank == 0) {
+		sends(2);
+		post1(ctl(EMUNIC_TASK_WAIT, 5, EMUNIC_TASK_SIGNAL));
+	}
+	ms(200);
+	sync_ranks();
+}
+
 static void t_invalid(void)
 {
 	struct emunic_task bogus = { .op = 99 }, en_unmanaged, wait;
@@ -370,6 +387,18 @@ static void t_invalid(void)
 	wait = ctl(EMUNIC_TASK_WAIT, 0, EMUNIC_TASK_SIGNAL);
 	wait.cq = dead;
 	CHECK(emunic_mq_post(T->mq, &wait, 1) == -EINVAL, "WAIT on a destroyed CQ accepted");
+	/* A CQ of another device (a second emunic_dev on the same rank). */
+	{
+		struct emunic_dev *other;
+		struct emunic_cq *foreign;
+
+		CHECK(!emunic_dev_open(T->boot, NULL, &other), "second emunic_dev_open");
+		CHECK(!emunic_cq_create(other, 16, 0, &foreign), "cq on the second device");
+		wait = ctl(EMUNIC_TASK_WAIT, 0, EMUNIC_TASK_SIGNAL);
+		wait.cq = foreign;
+		CHECK(emunic_mq_post(T->mq, &wait, 1) == -EINVAL, "WAIT on another device's CQ accepted");
+		CHECK(!emunic_dev_close(other), "closing the second device");
+	}
 	/* The MQ is still usable. */
 	post1(ctl(EMUNIC_TASK_WAIT, 0, EMUNIC_TASK_SIGNAL));
 	CHECK(emunic_mq_wait(T->mq, &wc, 5000) == 0 && wc.status == 0, "the MQ is not usable after bad lists");
@@ -380,7 +409,7 @@ static const struct { const char *name; void (*fn)(void); } checks[] = {
 	{ "held", t_held }, { "enable_n", t_enable_n }, { "enable_too_many", t_enable_too_many },
 	{ "wait_nth", t_wait_nth }, { "wait_base", t_wait_base }, { "consumed", t_consumed },
 	{ "signal_once", t_signal_once }, { "no_interleave", t_no_interleave }, { "rnr", t_rnr },
-	{ "wait_error", t_wait_error }, { "invalid", t_invalid },
+	{ "wait_error", t_wait_error }, { "close_inflight", t_close_inflight }, { "invalid", t_invalid },
 };
 
 int main(int argc, char **argv)
