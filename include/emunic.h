@@ -52,7 +52,8 @@ enum emunic_idle {
 
 struct emunic_dev_attr {
 	const char *device;		/* NULL: $EMUNIC_DEVICE, else the first active */
-	int cpu;			/* progress core CPU; -1: $EMUNIC_CPU, else none */
+	int cpu;			/* progress core CPU; -1: $EMUNIC_CPU (one CPU, or a
+					 * list indexed by local rank), else unpinned */
 	enum emunic_idle idle;
 	unsigned ring_entries;		/* command ring (0: 4096) */
 	int connect_timeout_ms;		/* 0: 30000 */
@@ -62,7 +63,9 @@ void emunic_dev_attr_init(struct emunic_dev_attr *a);
 /* Opens the device and starts its progress core.  Collective: every rank of
  * the job calls it (connection addresses are exchanged through boot). */
 int emunic_dev_open(struct emunic_boot *boot, const struct emunic_dev_attr *attr, struct emunic_dev **out);
-/* Stops the core: work still in flight completes with EMUNIC_WC_CANCELED. */
+/* Stops the core.  Work still in flight is canceled and reported (a line per
+ * QP and MQ naming what was canceled); every handle of the device (QP, CQ,
+ * MQ) is invalid afterwards.  Deregister memory regions first. */
 int emunic_dev_close(struct emunic_dev *dev);
 int emunic_dev_rank(const struct emunic_dev *dev);
 int emunic_dev_size(const struct emunic_dev *dev);

@@ -57,3 +57,13 @@ def test_both_idle_policies(rxe, idle):
     rc, out = rxe.run("EMUNIC_IDLE=%s %s/emunic-run -n 2 -t 60 %s/emunic-mqtest enable_n" % (idle, BIN, BIN),
                       timeout=90)
     assert rc == 0, out
+
+
+def test_progress_cores_pinned_apart(rxe):
+    """EMUNIC_CPU=0,1: local rank i's progress core takes CPU i."""
+    rc, out = rxe.run("EMUNIC_CPU=0,1 EMUNIC_DEBUG=1 %s/emunic-run -n 2 -t 60 %s/emunic-mqtest held"
+                      % (BIN, BIN), timeout=90)
+    assert rc == 0, out
+    assert "rank 0: debug: device rxe0: progress core started" in out and "cpu 0)" in out, out
+    assert "rank 1: debug: device rxe0: progress core started" in out and "cpu 1)" in out, out
+    assert "cannot pin" not in out, out

@@ -51,7 +51,8 @@ struct obj {
 	struct emunic_dev *dev;
 	struct obj *next;		/* core: device's list */
 	_Atomic bool dead;		/* app: destroy was called */
-	_Atomic bool gone;		/* core: released, the app may free */
+	_Atomic bool gone;		/* core: released, never touched again */
+	struct obj *grave;		/* app: destroyed objects, freed at close */
 };
 
 struct emunic_cq {
@@ -59,7 +60,7 @@ struct emunic_cq {
 	unsigned flags;
 	_Atomic uint64_t count;		/* completions produced */
 	uint64_t wait_index, wait_count;	/* app: WAIT base (post time) */
-	uint64_t covered;		/* core: highest WAIT target seen */
+	_Atomic uint64_t covered;	/* app: highest WAIT target posted */
 	struct emunic_ring wc;		/* core -> app: completions to poll */
 	_Atomic uint64_t overrun;
 	int err_status, err_peer;	/* core: first failed completion (sticky) */
@@ -126,6 +127,8 @@ struct emunic_dev {
 	struct rdma_cm_id *listen;
 	struct sockaddr_in *addr;	/* every rank's listener */
 	struct obj *objs;
+	struct obj *graveyard;		/* app (post_lock): destroyed, kept so a
+					 * stale handle still reads as dead */
 	struct parked_req *parked;
 	void *uring;			/* struct io_uring, sleep mode */
 	uint64_t loops, sleeps;
@@ -156,6 +159,7 @@ void emunic_exec_qp_error(struct emunic_qp *qp, int status);
 
 /* mq/objects.c */
 void emunic_obj_release(struct emunic_dev *d, struct obj *o);
+void emunic_obj_free(struct obj *o);
 int fifo_init(struct task_fifo *f, uint32_t entries);
 
 #endif

@@ -24,6 +24,29 @@ static int env_int(const char *name, int dflt)
 	return s && *s ? atoi(s) : dflt;
 }
 
+/* EMUNIC_CPU is one CPU or a comma list; local rank i takes the i-th
+ * (cycling), so ranks on one node pin their progress cores apart. */
+static int pick_cpu(void)
+{
+	const char *s = getenv("EMUNIC_CPU");
+	int local = env_int("EMUNIC_LOCAL_RANK", 0), n = 0, cpus[256];
+	char *end;
+
+	while (s && *s && n < 256) {
+		long v = strtol(s, &end, 10);
+
+		if (end == s || v < 0) {
+			emunic_info("EMUNIC_CPU='%s' is not a CPU list like 3 or 2,3; not pinning", getenv("EMUNIC_CPU"));
+			return -1;
+		}
+		cpus[n++] = (int)v;
+		s = *end == ',' ? end + 1 : end;
+		if (*end && *end != ',')
+			break;
+	}
+	return n ? cpus[local % n] : -1;
+}
+
 /* Spin only when every local rank can have a core for itself and one for
  * its progress core; otherwise spinning cores steal from the app. */
 static enum emunic_idle pick_idle(enum emunic_idle want)
@@ -67,18 +90,14 @@ static void free_objs(struct emunic_dev *d)
 	while (d->objs) {
 		struct obj *o = d->objs;
 
-		emunic_obj_release(d, o);
-		/* The app's handles die with the device. */
-		if (o->kind == OBJ_QP) {
-			free(((struct emunic_qp *)o)->sq.q);
-			free(((struct emunic_qp *)o)->rq.q);
-		} else if (o->kind == OBJ_MQ) {
-			free(((struct emunic_mq *)o)->q.q);
-			emunic_ring_fini(&((struct emunic_mq *)o)->wc);
-		} else if (o->kind == OBJ_CQ) {
-			emunic_ring_fini(&((struct emunic_cq *)o)->wc);
-		}
-		free(o);
+		emunic_obj_release(d, o);	/* unlinks it */
+		emunic_obj_free(o);		/* the app's handles die with the device */
+	}
+	while (d->graveyard) {
+		struct obj *o = d->graveyard;
+
+		d->graveyard = o->grave;
+		emunic_obj_free(o);
 	}
 }
 
@@ -120,7 +139,7 @@ int emunic_dev_open(struct emunic_boot *boot, const struct emunic_dev_attr *attr
 	else
 		emunic_dev_attr_init(&d->attr);
 	if (d->attr.cpu < 0)
-		d->attr.cpu = env_int("EMUNIC_CPU", -1);
+		d->attr.cpu = pick_cpu();
 	if (!d->attr.connect_timeout_ms)
 		d->attr.connect_timeout_ms = 30000;
 	d->idle = pick_idle(d->attr.idle);

@@ -89,7 +89,10 @@ void *emunic_core_main(void *arg)
 			__builtin_ia32_pause();
 			continue;
 		}
-		emunic_cm_events(d);
+		if (emunic_cm_events(d)) {	/* may have made work postable */
+			empty = 0;
+			continue;
+		}
 		emunic_idle_sleep(d);
 		empty = 0;
 	}

@@ -29,6 +29,8 @@ static struct core_task *fifo_at(struct task_fifo *f, uint64_t i) { return &f->q
 
 static void mq_complete(struct emunic_mq *mq, const struct emunic_wc *wc)
 {
+	if (atomic_load_explicit(&mq->o.gone, memory_order_relaxed))
+		return;
 	if (!emunic_ring_push(&mq->wc, wc)) {
 		emunic_info("MQ completion queue full: wr_id %llu lost (poll the MQ)",
 			    (unsigned long long)wc->wr_id);
@@ -50,7 +52,9 @@ static void cq_complete(struct emunic_cq *cq, const struct emunic_wc *wc)
 	}
 	n = atomic_fetch_add_explicit(&cq->count, 1, memory_order_release) + 1;
 
-	if (n <= cq->covered || (cq->flags & EMUNIC_CQ_COUNT_ONLY))
+	if (atomic_load_explicit(&cq->o.gone, memory_order_relaxed))
+		return;		/* destroyed under a QP that still used it */
+	if (n <= atomic_load_explicit(&cq->covered, memory_order_acquire) || (cq->flags & EMUNIC_CQ_COUNT_ONLY))
 		return;		/* consumed by a WAIT */
 	if (!emunic_ring_push(&cq->wc, wc))
 		atomic_fetch_add(&cq->overrun, 1);
@@ -83,8 +87,6 @@ void emunic_exec_task(struct emunic_dev *d, struct core_task *t)
 	(void)d;
 	switch (t->t.op) {
 	case EMUNIC_TASK_WAIT:
-		if (t->target > t->t.cq->covered)
-			t->t.cq->covered = t->target;
 		/* fallthrough */
 	case EMUNIC_TASK_SEND_EN:
 	case EMUNIC_TASK_RECV_EN:
@@ -212,7 +214,11 @@ int emunic_exec_poll(struct emunic_dev *d)
 	for (int i = 0; i < n; i++) {
 		struct emunic_qp *qp = (struct emunic_qp *)(uintptr_t)(wc[i].wr_id & ~(uint64_t)1);
 		struct task_fifo *f = (wc[i].wr_id & 1) ? &qp->rq : &qp->sq;
-		struct core_task *t = fifo_at(f, f->done++);
+		struct core_task *t;
+
+		if (atomic_load_explicit(&qp->o.gone, memory_order_relaxed))
+			continue;	/* left in the CQ by a QP destroyed since */
+		t = fifo_at(f, f->done++);
 
 		atomic_fetch_add_explicit(&f->completed, 1, memory_order_release);
 		if (wc[i].status != IBV_WC_SUCCESS) {

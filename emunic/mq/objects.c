@@ -61,7 +61,27 @@ static int obj_destroy(struct obj *o, const char *what)
 		nap_us(100);
 	if (!atomic_load(&o->gone))
 		return emunic_err(-ETIMEDOUT, "%s_destroy: the progress core did not release it in 10 s", what);
+	/* Kept until the device closes: a stale handle (in the app, or in
+	 * work still queued) reads as dead instead of freed memory. */
+	pthread_mutex_lock(&o->dev->post_lock);
+	o->grave = o->dev->graveyard;
+	o->dev->graveyard = o;
+	pthread_mutex_unlock(&o->dev->post_lock);
 	return 0;
+}
+
+void emunic_obj_free(struct obj *o)
+{
+	if (o->kind == OBJ_QP) {
+		free(((struct emunic_qp *)o)->sq.q);
+		free(((struct emunic_qp *)o)->rq.q);
+	} else if (o->kind == OBJ_MQ) {
+		free(((struct emunic_mq *)o)->q.q);
+		emunic_ring_fini(&((struct emunic_mq *)o)->wc);
+	} else if (o->kind == OBJ_CQ) {
+		emunic_ring_fini(&((struct emunic_cq *)o)->wc);
+	}
+	free(o);
 }
 
 int fifo_init(struct task_fifo *f, uint32_t entries)
@@ -164,13 +184,7 @@ int emunic_cq_create(struct emunic_dev *d, unsigned depth, unsigned flags, struc
 
 int emunic_cq_destroy(struct emunic_cq *cq)
 {
-	int r = obj_destroy(cq ? &cq->o : NULL, "cq");
-
-	if (!r) {
-		emunic_ring_fini(&cq->wc);
-		free(cq);
-	}
-	return r;
+	return obj_destroy(cq ? &cq->o : NULL, "cq");
 }
 
 /* The app's side of a completion ring (CQ or MQ): take up to n. */
@@ -254,14 +268,7 @@ int emunic_qp_create(struct emunic_dev *d, int peer, const struct emunic_qp_attr
 
 int emunic_qp_destroy(struct emunic_qp *qp)
 {
-	int r = obj_destroy(qp ? &qp->o : NULL, "qp");
-
-	if (!r) {
-		free(qp->sq.q);
-		free(qp->rq.q);
-		free(qp);
-	}
-	return r;
+	return obj_destroy(qp ? &qp->o : NULL, "qp");
 }
 
 int emunic_qp_peer(const struct emunic_qp *qp) { return qp->peer; }
@@ -313,14 +320,7 @@ int emunic_mq_create(struct emunic_dev *d, unsigned depth, struct emunic_mq **ou
 
 int emunic_mq_destroy(struct emunic_mq *mq)
 {
-	int r = obj_destroy(mq ? &mq->o : NULL, "mq");
-
-	if (!r) {
-		free(mq->q.q);
-		emunic_ring_fini(&mq->wc);
-		free(mq);
-	}
-	return r;
+	return obj_destroy(mq ? &mq->o : NULL, "mq");
 }
 
 int emunic_mq_poll(struct emunic_mq *mq, struct emunic_wc *wc, int n)

@@ -144,8 +144,13 @@ static void commit(struct shadow *sh, unsigned nsh, const struct core_task *ct, 
 	for (unsigned i = 0; i < n; i++) {
 		const struct emunic_task *t = &ct[i].t;
 
-		if (t->op == EMUNIC_TASK_WAIT)
+		if (t->op == EMUNIC_TASK_WAIT) {
+			/* From now on completions it counts are the WAIT's, not
+			 * the app's: set before the core can see them. */
+			if (ct[i].target > atomic_load(&t->cq->covered))
+				atomic_store_explicit(&t->cq->covered, ct[i].target, memory_order_release);
 			ct[i].mq->q.posted++;
+		}
 		else if (t->op == EMUNIC_TASK_SEND_EN || t->op == EMUNIC_TASK_RECV_EN)
 			ct[i].mq->q.posted++;
 		else if (t->op == EMUNIC_TASK_RECV)

@@ -30,7 +30,10 @@
  *    SIGNAL or not (as verbs reports error CQEs of unsignaled work).
  *  - Depths: a CQ queues up to `depth` unpolled completions (more are counted
  *    as overruns); an MQ holds up to `depth` unfinished control tasks and
- *    queues up to `depth` unpolled completions.
+ *    queues up to `depth` unpolled completions (more are lost, with a line).
+ *  - One thread polls a given CQ or MQ; any thread may post.  A destroyed
+ *    object's handle stays readable (and is rejected as dead) until the
+ *    device closes; work still queued that names it is dropped.
  */
 #ifndef EMUNIC_MQ_H
 #define EMUNIC_MQ_H

@@ -105,7 +105,7 @@ static void t_enable_n(void)
 {
 	setup(T->rank == 0 ? EMUNIC_QP_MANAGED_SEND : 0, 7);
 	if (T->rank == 1)
-		recvs(5);
+		recvs(6);
 	sync_ranks();
 	if (T->rank == 0) {
 		for (unsigned i = 0; i < 5; i++)
@@ -123,6 +123,13 @@ static void t_enable_n(void)
 		post1(ctl(EMUNIC_TASK_SEND_EN, 0, 0));	/* the rest */
 	if (T->rank == 1)
 		CHECK(await(T->rcq, 5) == 5, "SEND_EN(0) did not release all posted");
+	sync_ranks();
+	/* "All posted so far", not "from now on": a later send stays held. */
+	if (T->rank == 0)
+		post1(data(EMUNIC_TASK_SEND, 5));
+	ms(300);
+	if (T->rank == 1)
+		CHECK(emunic_cq_count(T->rcq) == 5, "a send posted after SEND_EN(0) ran without an enable");
 }
 
 static void t_enable_too_many(void)
