@@ -43,21 +43,22 @@ static void mq_complete(struct emunic_mq *mq, const struct emunic_wc *wc)
 
 static void cq_complete(struct emunic_cq *cq, const struct emunic_wc *wc)
 {
-	uint64_t n;
+	/* The core is the only writer of count. */
+	uint64_t n = atomic_load_explicit(&cq->count, memory_order_relaxed) + 1;
 
-	/* A CQ that saw a failure stays failed for the WAITs on it (exec: run_mq). */
+	if (atomic_load_explicit(&cq->o.gone, memory_order_relaxed))
+		return;		/* destroyed under a QP that still used it */
+	/* A CQ that saw a failure stays failed for the WAITs on it (run_mq). */
 	if (wc->status != EMUNIC_WC_SUCCESS && !cq->err_status) {
 		cq->err_status = wc->status;
 		cq->err_peer = wc->peer;
 	}
-	n = atomic_fetch_add_explicit(&cq->count, 1, memory_order_release) + 1;
-
-	if (atomic_load_explicit(&cq->o.gone, memory_order_relaxed))
-		return;		/* destroyed under a QP that still used it */
-	if (n <= atomic_load_explicit(&cq->covered, memory_order_acquire) || (cq->flags & EMUNIC_CQ_COUNT_ONLY))
-		return;		/* consumed by a WAIT */
-	if (!emunic_ring_push(&cq->wc, wc))
+	if (n > atomic_load_explicit(&cq->covered, memory_order_acquire) && !(cq->flags & EMUNIC_CQ_COUNT_ONLY) &&
+	    !emunic_ring_push(&cq->wc, wc))
 		atomic_fetch_add(&cq->overrun, 1);
+	/* Counted only once pollable: an app that sees count reach n finds the
+	 * n-th completion in its poll (unless a WAIT consumed it). */
+	atomic_store_explicit(&cq->count, n, memory_order_release);
 }
 
 /* One data task finished (verbs completion, flush, or cancel). */
