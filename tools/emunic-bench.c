@@ -1124,7 +1124,7 @@ static int barrier_parse(int argc, char **argv, struct bar_opts *o)
 		{ "app-nice", required_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
-	int c, warmup = -1, sweep = -1;
+	int c, v, warmup = -1, sweep = -1;
 	double pct;
 
 	opterr = 0;
@@ -1144,20 +1144,14 @@ static int barrier_parse(int argc, char **argv, struct bar_opts *o)
 				return usage_error("barrier", "--sweep-iters wants a count >= 1, not '%s'", optarg);
 			break;
 		case 's':
-			if (!strcmp(optarg, "send"))
-				o->ca.signal = EMUNIC_COLL_SEND;
-			else if (!strcmp(optarg, "write_imm"))
-				o->ca.signal = EMUNIC_COLL_WRITE_IMM;
-			else
+			if ((v = emunic_coll_signal_parse(optarg)) < 0)
 				return usage_error("barrier", "--signal is send or write_imm, not '%s'", optarg);
+			o->ca.signal = (enum emunic_coll_signal)v;
 			break;
 		case 'c':
-			if (!strcmp(optarg, "dense"))
-				o->ca.conn = EMUNIC_COLL_DENSE;
-			else if (!strcmp(optarg, "sparse"))
-				o->ca.conn = EMUNIC_COLL_SPARSE;
-			else
+			if ((v = emunic_coll_conn_parse(optarg)) < 0)
 				return usage_error("barrier", "--conn is dense or sparse, not '%s'", optarg);
+			o->ca.conn = (enum emunic_coll_conn)v;
 			break;
 		case 'i':
 			o->nidle = 1;

@@ -8,6 +8,7 @@
 #include "engines/coll/coll_int.h"
 
 #include <errno.h>
+#include <string.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,22 @@ void emunic_coll_attr_init(struct emunic_coll_attr *a)
 const char *emunic_coll_signal_str(enum emunic_coll_signal s)
 {
 	return s == EMUNIC_COLL_SEND ? "send" : s == EMUNIC_COLL_WRITE_IMM ? "write_imm" : "?";
+}
+
+int emunic_coll_signal_parse(const char *s)
+{
+	for (int v = EMUNIC_COLL_SEND; v <= EMUNIC_COLL_WRITE_IMM; v++)
+		if (s && !strcmp(s, emunic_coll_signal_str((enum emunic_coll_signal)v)))
+			return v;
+	return -EINVAL;
+}
+
+int emunic_coll_conn_parse(const char *s)
+{
+	for (int v = EMUNIC_COLL_DENSE; v <= EMUNIC_COLL_SPARSE; v++)
+		if (s && !strcmp(s, emunic_coll_conn_str((enum emunic_coll_conn)v)))
+			return v;
+	return -EINVAL;
 }
 
 const char *emunic_coll_conn_str(enum emunic_coll_conn c)

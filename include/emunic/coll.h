@@ -72,6 +72,10 @@ int emunic_coll_wait(struct emunic_coll_req *req, int timeout_ms);
 
 const char *emunic_coll_signal_str(enum emunic_coll_signal s);
 const char *emunic_coll_conn_str(enum emunic_coll_conn c);
+/* The inverse of the _str names ("send", "write_imm"; "dense", "sparse"):
+ * the value, or -EINVAL for any other string. */
+int emunic_coll_signal_parse(const char *s);
+int emunic_coll_conn_parse(const char *s);
 
 #ifdef __cplusplus
 }

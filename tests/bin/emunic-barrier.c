@@ -458,9 +458,9 @@ static int parse(int argc, char **argv, struct opts *o)
 				return -1;
 			o->impl = v < 0 ? IMPL_NONE : (enum impl)v;
 			break;
-		case 's': if ((v = pick(optarg, "send", "write_imm")) < 0) return -1;
+		case 's': if ((v = emunic_coll_signal_parse(optarg)) < 0) return -1;
 			o->ca.signal = (enum emunic_coll_signal)v; break;
-		case 'c': if ((v = pick(optarg, "dense", "sparse")) < 0) return -1;
+		case 'c': if ((v = emunic_coll_conn_parse(optarg)) < 0) return -1;
 			o->ca.conn = (enum emunic_coll_conn)v; break;
 		case 'r': if ((o->rounds = atoi(optarg)) < 1) return -1; break;
 		case 'k': if ((o->skew_us = atoi(optarg)) < 0) return -1; break;
