@@ -319,16 +319,22 @@ static void t_no_interleave(void)
 	}
 }
 
-static void t_rnr(void)
+/* The receiver's receive is held (MANAGED_RECV, never enabled): the
+ * sender's first send meets real RNR NAKs from rxe and, with rnr_retry 0,
+ * fails with RNR_RETRY_EXC. */
+static void rnr_setup(void)
 {
-	struct emunic_wc wc;
-
-	/* The receiver's receive is held (MANAGED_RECV, never enabled): the
-	 * sender meets real RNR NAKs from rxe and, with rnr_retry 0, fails. */
 	setup(T->rank == 1 ? EMUNIC_QP_MANAGED_RECV : 0, 0);
 	if (T->rank == 1)
 		recvs(1);
 	sync_ranks();
+}
+
+static void t_rnr(void)
+{
+	struct emunic_wc wc;
+
+	rnr_setup();
 	if (T->rank == 0) {
 		sends(1);
 		CHECK(await(T->scq, 1) == 1, "the send never completed");
@@ -346,10 +352,7 @@ static void t_wait_error(void)
 
 	/* A failed send (real RNR) is counted by an unsignaled WAIT on the send
 	 * CQ: the failure must surface on the MQ, not pass as success. */
-	setup(T->rank == 1 ? EMUNIC_QP_MANAGED_RECV : 0, 0);
-	if (T->rank == 1)
-		recvs(1);
-	sync_ranks();
+	rnr_setup();
 	if (T->rank == 0) {
 		w = ctl(EMUNIC_TASK_WAIT, 1, 0);
 		w.cq = T->scq;
