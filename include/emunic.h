@@ -57,6 +57,10 @@ struct emunic_dev_attr {
 	enum emunic_idle idle;
 	unsigned ring_entries;		/* command ring (0: 4096) */
 	int connect_timeout_ms;		/* 0: 30000 */
+	unsigned trig_entries;		/* triggers pending at once (0: 4096); more: -ENOSPC */
+	unsigned sink_mbps;		/* emulate a slow receiver: data fetched by gets
+					 * drains into memory at this rate, in MB/s
+					 * (0: $EMUNIC_SINK_MBPS, else unthrottled) */
 };
 void emunic_dev_attr_init(struct emunic_dev_attr *a);
 
@@ -71,6 +75,10 @@ int emunic_dev_rank(const struct emunic_dev *dev);
 int emunic_dev_size(const struct emunic_dev *dev);
 const char *emunic_dev_name(const struct emunic_dev *dev);
 enum emunic_idle emunic_dev_idle(const struct emunic_dev *dev);
+/* Out-of-band exchange among the device's ranks (through its boot channel),
+ * for engines that must swap addresses and keys: collective. */
+int emunic_dev_allgather(struct emunic_dev *dev, const void *in, size_t len, void *out);
+int emunic_dev_barrier(struct emunic_dev *dev);
 
 /* ---- diagnostics -------------------------------------------------------- */
 
@@ -83,5 +91,6 @@ int  emunic_log_rank(void);
 #endif
 
 #include <emunic/mq.h>
+#include <emunic/triggered.h>
 
 #endif /* EMUNIC_H */

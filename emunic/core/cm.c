@@ -6,6 +6,7 @@
  * before its QP was created is parked until it is.
  */
 #include "emunic/core/core.h"
+#include "emunic/triggered/trig.h"
 #include "emunic/log.h"
 
 #include <arpa/inet.h>
@@ -55,6 +56,7 @@ static void accept_on(struct emunic_dev *d, struct emunic_qp *qp, struct rdma_cm
 	id->context = qp;
 	qp_opts(qp, &o);
 	if (create_vqp(d, qp) || emunic_cm_qp_move(id, qp->vqp, &o, IBV_QPS_INIT, qp->peer) ||
+	    emunic_trig_qp_init(d, qp) ||
 	    emunic_cm_qp_move(id, qp->vqp, &o, IBV_QPS_RTR, qp->peer) ||
 	    emunic_cm_qp_move(id, qp->vqp, &o, IBV_QPS_RTS, qp->peer)) {
 		rdma_reject(id, NULL, 0);
@@ -153,7 +155,8 @@ static void on_event(struct emunic_dev *d, struct rdma_cm_event *ev)
 			qp_failed(qp, "rdma_resolve_route failed");
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		if (create_vqp(d, qp) || emunic_cm_qp_move(qp->id, qp->vqp, &o, IBV_QPS_INIT, qp->peer)) {
+		if (create_vqp(d, qp) || emunic_cm_qp_move(qp->id, qp->vqp, &o, IBV_QPS_INIT, qp->peer) ||
+		    emunic_trig_qp_init(d, qp)) {
 			qp_failed(qp, "cannot set up the QP");
 			break;
 		}

@@ -10,14 +10,18 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <time.h>
 
 #include "emunic/verbs.h"
 #include "emunic/core/ring.h"
+
+struct trig;
 
 enum cmd_type {
 	CMD_TASK = 1,		/* one task of a list; lists are published whole */
 	CMD_OBJ_CREATE,		/* link an object; QPs start connecting */
 	CMD_OBJ_DESTROY,
+	CMD_TRIG,		/* an op of emunic/triggered.h, triggered or not */
 };
 
 /* A task as the core runs it: counts resolved to absolute targets at post. */
@@ -25,11 +29,13 @@ struct core_task {
 	struct emunic_task t;
 	struct emunic_mq *mq;
 	uint64_t target;	/* WAIT: cq count to reach; *_EN: enable up to */
+	uint32_t lkey;		/* of t.mr, taken at post */
+	struct trig *x;		/* triggered op (its completion goes to emunic/triggered) */
 };
 
 struct cmd {
 	uint32_t type;
-	void *obj;		/* CMD_QP_CREATE / CMD_OBJ_DESTROY */
+	void *obj;		/* CMD_OBJ_*: the object; CMD_TRIG: struct trig */
 	struct core_task task;
 };
 
@@ -44,7 +50,7 @@ struct task_fifo {
 	uint64_t posted;		/* app: tasks posted (room = posted - completed) */
 };
 
-enum obj_kind { OBJ_CQ = 1, OBJ_QP, OBJ_MQ, OBJ_MR };
+enum obj_kind { OBJ_CQ = 1, OBJ_QP, OBJ_MQ, OBJ_MR, OBJ_CT, OBJ_EQ, OBJ_LE };
 
 struct obj {
 	enum obj_kind kind;
@@ -82,6 +88,8 @@ struct emunic_qp {
 	struct task_fifo sq, rq;
 	uint64_t sq_enabled, rq_enabled;	/* managed: released up to */
 	bool flushing;
+	struct trig *backlog, *backlog_tail;	/* TRIGGERED: fired, waiting for room */
+	bool recvs_posted;			/* TRIGGERED: receives for arrivals */
 };
 
 struct emunic_mq {
@@ -131,6 +139,22 @@ struct emunic_dev {
 					 * stale handle still reads as dead */
 	struct parked_req *parked;
 	void *uring;			/* struct io_uring, sleep mode */
+
+	/* emunic/triggered */
+	unsigned trig_max;
+	_Atomic unsigned trig_used;	/* app reserves at post; core frees at fire */
+	struct emunic_le *les[0x4000];	/* by list entry id (app sets under post_lock) */
+	uint16_t le_next;		/* app: where the next id search starts */
+	_Atomic uint32_t ct_seq;	/* futex word: bumped when a counter changes */
+	_Atomic int ct_waiters;
+	struct emunic_ct *dirty;	/* core: counters whose triggers need a look */
+	uint64_t sink_bps;		/* core: 0 = unthrottled */
+	uint64_t sink_free_ns;		/* core: when the sink drains what it has */
+	struct trig *sink, *sink_tail;	/* core: completions held by the sink */
+	unsigned backlogged;		/* core: ops fired, waiting for a send queue */
+	struct emunic_ring trace;	/* core -> app, when started */
+	_Atomic bool tracing;
+	pthread_mutex_t trace_lock;	/* app: one reader */
 	uint64_t loops, sleeps;
 };
 
@@ -151,6 +175,8 @@ void emunic_cm_fini(struct emunic_dev *d);
 
 /* mq/exec.c: the MQ rules at run time */
 void emunic_exec_task(struct emunic_dev *d, struct core_task *t);
+/* The send queue can take one more task from the core (triggered ops). */
+bool emunic_exec_room(struct emunic_qp *qp);
 int emunic_exec_mqs(struct emunic_dev *d);
 int emunic_exec_push(struct emunic_dev *d);
 int emunic_exec_poll(struct emunic_dev *d);
@@ -161,5 +187,16 @@ void emunic_exec_qp_error(struct emunic_qp *qp, int status);
 void emunic_obj_release(struct emunic_dev *d, struct obj *o);
 void emunic_obj_free(struct obj *o);
 int fifo_init(struct task_fifo *f, uint32_t entries);
+void emunic_obj_init(struct obj *o, struct emunic_dev *d, enum obj_kind k);
+int emunic_obj_create(struct obj *o);
+int emunic_obj_destroy(struct obj *o, const char *what);
+bool emunic_obj_alive(struct emunic_dev *d, const struct obj *o, enum obj_kind k);
+int emunic_send_cmd(struct emunic_dev *d, uint32_t type, void *o);
+bool emunic_on_core(const struct emunic_dev *d);
+/* Sleeps on a futex word while it still reads val, at most ms. */
+void emunic_futex_wait(_Atomic uint32_t *word, uint32_t val, long ms);
+void emunic_futex_wake(_Atomic uint32_t *word);
+/* Milliseconds since *t0 (set on the first call when its tv_sec is 0). */
+long emunic_elapsed_ms(struct timespec *t0);
 
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Opening and closing a device and its progress core. */
 #include "emunic/core/core.h"
+#include "emunic/triggered/trig.h"
 #include "emunic/log.h"
 
 #include <errno.h>
@@ -114,8 +115,10 @@ static void dev_free(struct emunic_dev *d)
 		close(d->doorbell);
 	emunic_vdev_close(d->v);
 	emunic_ring_fini(&d->cmd);
+	emunic_ring_fini(&d->trace);
 	free(d->qp_seq);
 	pthread_mutex_destroy(&d->post_lock);
+	pthread_mutex_destroy(&d->trace_lock);
 	free(d);
 }
 
@@ -130,6 +133,7 @@ int emunic_dev_open(struct emunic_boot *boot, const struct emunic_dev_attr *attr
 	if (!d)
 		return -ENOMEM;
 	pthread_mutex_init(&d->post_lock, NULL);
+	pthread_mutex_init(&d->trace_lock, NULL);
 	d->doorbell = -1;
 	d->boot = boot;
 	d->rank = emunic_boot_rank(boot);
@@ -143,6 +147,10 @@ int emunic_dev_open(struct emunic_boot *boot, const struct emunic_dev_attr *attr
 	if (!d->attr.connect_timeout_ms)
 		d->attr.connect_timeout_ms = 30000;
 	d->idle = pick_idle(d->attr.idle);
+	d->trig_max = d->attr.trig_entries ? d->attr.trig_entries : 4096;
+	if (!d->attr.sink_mbps)
+		d->attr.sink_mbps = (unsigned)env_int("EMUNIC_SINK_MBPS", 0);
+	d->sink_bps = (uint64_t)d->attr.sink_mbps * 1000000;
 	d->qp_seq = calloc((size_t)d->size, sizeof(int));
 	if (!d->qp_seq || emunic_ring_init(&d->cmd, d->attr.ring_entries ? d->attr.ring_entries : 4096,
 					   sizeof(struct cmd))) {
@@ -180,6 +188,16 @@ int emunic_dev_rank(const struct emunic_dev *d) { return d->rank; }
 int emunic_dev_size(const struct emunic_dev *d) { return d->size; }
 const char *emunic_dev_name(const struct emunic_dev *d) { return d->v->name; }
 enum emunic_idle emunic_dev_idle(const struct emunic_dev *d) { return d->idle; }
+
+int emunic_dev_allgather(struct emunic_dev *d, const void *in, size_t len, void *out)
+{
+	return d ? emunic_boot_allgather(d->boot, in, len, out) : -EINVAL;
+}
+
+int emunic_dev_barrier(struct emunic_dev *d)
+{
+	return d ? emunic_boot_barrier(d->boot) : -EINVAL;
+}
 
 const char *emunic_wc_status_str(int status)
 {

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The progress core's loop: the one place where the emulated NIC moves.
- * Each pass drains the command ring, polls the verbs CQ, runs the management
- * queues and hands eligible work to verbs; connection events are looked at
+ * Each pass drains the command ring, polls the verbs CQ, fires the triggers
+ * whose counters moved, runs the management queues and hands eligible work
+ * to verbs; connection events are looked at
  * every CM_EVERY passes.  With nothing to do it spins (a dedicated core) or
  * sleeps in io_uring (idle.c) until a completion, a CM event or a doorbell.
  */
 #include "emunic/core/core.h"
+#include "emunic/triggered/trig.h"
 #include "emunic/log.h"
 
 #include <sched.h>
@@ -25,6 +27,9 @@ static int drain_commands(struct emunic_dev *d)
 		switch (c->type) {
 		case CMD_TASK:
 			emunic_exec_task(d, &c->task);
+			break;
+		case CMD_TRIG:
+			emunic_trig_cmd(d, c->obj);
 			break;
 		case CMD_OBJ_CREATE: {
 			struct obj *o = c->obj;
@@ -55,6 +60,7 @@ static int one_pass(struct emunic_dev *d)
 	int work = drain_commands(d);
 
 	work += emunic_exec_poll(d);
+	work += emunic_trig_run(d);
 	work += emunic_exec_mqs(d);
 	work += emunic_exec_push(d);
 	if (++d->loops % CM_EVERY == 0)
@@ -85,7 +91,9 @@ void *emunic_core_main(void *arg)
 			empty = 0;
 			continue;
 		}
-		if (d->idle == EMUNIC_IDLE_SPIN || ++empty < IDLE_PASSES) {
+		/* Completions held by an emulated slow sink come due with no
+		 * event to wake on: keep passing until they are out. */
+		if (d->idle == EMUNIC_IDLE_SPIN || ++empty < IDLE_PASSES || emunic_trig_busy(d)) {
 			__builtin_ia32_pause();
 			continue;
 		}
@@ -99,6 +107,7 @@ void *emunic_core_main(void *arg)
 	/* Closing: take what was posted, then fail what cannot finish. */
 	drain_commands(d);
 	emunic_exec_cancel_all(d);
+	emunic_trig_cancel_all(d);
 	return NULL;
 }
 

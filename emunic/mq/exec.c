@@ -13,6 +13,7 @@
  *     a SIGNAL task also puts one completion on its MQ.
  */
 #include "emunic/core/core.h"
+#include "emunic/triggered/trig.h"
 #include "emunic/log.h"
 
 #include <arpa/inet.h>
@@ -70,6 +71,10 @@ static void task_done(struct emunic_qp *qp, struct core_task *t, int status, con
 	};
 	struct emunic_cq *cq = is_recv_op(t->t.op) ? qp->attr.recv_cq : qp->attr.send_cq;
 
+	if (t->x) {	/* a triggered op: counters and events, not CQs */
+		emunic_trig_task_done(qp->o.dev, qp, t->x, status, vwc ? vwc->byte_len : 0);
+		return;
+	}
 	if (vwc) {
 		wc.byte_len = vwc->byte_len;
 		wc.has_imm = !!(vwc->wc_flags & IBV_WC_WITH_IMM);
@@ -79,6 +84,11 @@ static void task_done(struct emunic_qp *qp, struct core_task *t, int status, con
 		cq_complete(cq, &wc);
 	if ((t->t.flags & EMUNIC_TASK_SIGNAL) && t->mq)
 		mq_complete(t->mq, &wc);
+}
+
+bool emunic_exec_room(struct emunic_qp *qp)
+{
+	return qp->sq.tail - qp->sq.done <= qp->sq.mask;
 }
 
 void emunic_exec_task(struct emunic_dev *d, struct core_task *t)
@@ -109,7 +119,7 @@ static int post_one(struct emunic_qp *qp, struct core_task *ct, bool recv)
 {
 	struct emunic_task *t = &ct->t;
 	struct ibv_sge sge = { .addr = (uintptr_t)t->addr, .length = t->len,
-			       .lkey = t->mr ? t->mr->mr->lkey : 0 };
+			       .lkey = ct->lkey };
 	struct ibv_send_wr wr = { .wr_id = (uintptr_t)qp, .sg_list = &sge, .num_sge = t->len ? 1 : 0 }, *bad;
 	struct ibv_recv_wr rwr = { .wr_id = (uintptr_t)qp | 1, .sg_list = &sge, .num_sge = t->len ? 1 : 0 }, *rbad;
 
@@ -178,6 +188,8 @@ static int push_fifo(struct emunic_qp *qp, struct task_fifo *f, uint64_t release
 				    emunic_task_op_str(fifo_at(f, f->head)->t.op), strerror(r));
 			break;
 		}
+		if (fifo_at(f, f->head)->x)
+			emunic_trace_rec(qp->o.dev, EMUNIC_TR_ISSUE, fifo_at(f, f->head)->x, 0);
 		f->head++;
 		n++;
 	}
@@ -219,6 +231,12 @@ int emunic_exec_poll(struct emunic_dev *d)
 
 		if (atomic_load_explicit(&qp->o.gone, memory_order_relaxed))
 			continue;	/* left in the CQ by a QP destroyed since */
+		if ((wc[i].wr_id & 1) && (qp->attr.flags & EMUNIC_QP_TRIGGERED)) {
+			if (wc[i].status != IBV_WC_SUCCESS)
+				atomic_store(&qp->state, QP_ERROR);
+			emunic_trig_arrival(d, qp, &wc[i]);
+			continue;
+		}
 		t = fifo_at(f, f->done++);
 
 		atomic_fetch_add_explicit(&f->completed, 1, memory_order_release);

@@ -5,6 +5,7 @@
  * connects them), and released by the core before the app frees them.
  */
 #include "emunic/core/core.h"
+#include "emunic/triggered/trig.h"
 #include "emunic/log.h"
 
 #include <errno.h>
@@ -23,8 +24,36 @@ static void nap_us(long us)
 	nanosleep(&ts, NULL);
 }
 
-/* Control commands wait (bounded) for ring room rather than fail. */
-static int send_cmd(struct emunic_dev *d, uint32_t type, struct obj *o)
+bool emunic_on_core(const struct emunic_dev *d)
+{
+	return pthread_equal(pthread_self(), d->thread);
+}
+
+void emunic_futex_wait(_Atomic uint32_t *word, uint32_t val, long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
+}
+
+void emunic_futex_wake(_Atomic uint32_t *word)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+long emunic_elapsed_ms(struct timespec *t0)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (!t0->tv_sec && !t0->tv_nsec)
+		*t0 = now;
+	return (now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* Control commands wait (bounded) for ring room rather than fail; on the
+ * progress core itself (an event handler) they cannot wait for themselves. */
+int emunic_send_cmd(struct emunic_dev *d, uint32_t type, void *o)
 {
 	struct cmd c = { .type = type, .obj = o };
 	bool ok = false;
@@ -33,6 +62,8 @@ static int send_cmd(struct emunic_dev *d, uint32_t type, struct obj *o)
 		pthread_mutex_lock(&d->post_lock);
 		ok = emunic_ring_push(&d->cmd, &c);
 		pthread_mutex_unlock(&d->post_lock);
+		if (!ok && emunic_on_core(d))
+			return -ENOSPC;
 		if (!ok)
 			nap_us(100);
 	}
@@ -42,7 +73,17 @@ static int send_cmd(struct emunic_dev *d, uint32_t type, struct obj *o)
 	return 0;
 }
 
-static void obj_init(struct obj *o, struct emunic_dev *d, enum obj_kind k)
+bool emunic_obj_alive(struct emunic_dev *d, const struct obj *o, enum obj_kind k)
+{
+	return o && o->kind == k && (!d || o->dev == d) && !atomic_load(&((struct obj *)o)->dead);
+}
+
+int emunic_obj_create(struct obj *o)
+{
+	return emunic_send_cmd(o->dev, CMD_OBJ_CREATE, o) ? -EIO : 0;
+}
+
+void emunic_obj_init(struct obj *o, struct emunic_dev *d, enum obj_kind k)
 {
 	o->kind = k;
 	o->dev = d;
@@ -51,11 +92,13 @@ static void obj_init(struct obj *o, struct emunic_dev *d, enum obj_kind k)
 }
 
 /* Destroy: the core unlinks and releases; the app frees once it is gone. */
-static int obj_destroy(struct obj *o, const char *what)
+int emunic_obj_destroy(struct obj *o, const char *what)
 {
 	if (!o || atomic_exchange(&o->dead, true))
 		return emunic_err(-EINVAL, "%s_destroy: not a live %s", what, what);
-	if (send_cmd(o->dev, CMD_OBJ_DESTROY, o))
+	if (emunic_on_core(o->dev))
+		return emunic_err(-EINVAL, "%s_destroy: not from an event handler", what);
+	if (emunic_send_cmd(o->dev, CMD_OBJ_DESTROY, o))
 		return -EIO;
 	for (int i = 0; i < 100000 && !atomic_load(&o->gone); i++)
 		nap_us(100);
@@ -80,6 +123,8 @@ void emunic_obj_free(struct obj *o)
 		emunic_ring_fini(&((struct emunic_mq *)o)->wc);
 	} else if (o->kind == OBJ_CQ) {
 		emunic_ring_fini(&((struct emunic_cq *)o)->wc);
+	} else if (o->kind == OBJ_EQ) {
+		emunic_ring_fini(&((struct emunic_eq *)o)->ev);
 	}
 	free(o);
 }
@@ -115,6 +160,7 @@ void emunic_obj_release(struct emunic_dev *d, struct obj *o)
 		qp->vqp = NULL;
 		qp->id = NULL;
 	}
+	emunic_trig_release(d, o);
 	atomic_store_explicit(&o->gone, true, memory_order_release);
 }
 
@@ -129,7 +175,7 @@ int emunic_mr_reg(struct emunic_dev *d, void *addr, size_t len, struct emunic_mr
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	obj_init(&m->o, d, OBJ_MR);
+	emunic_obj_init(&m->o, d, OBJ_MR);
 	m->mr = ibv_reg_mr(d->v->pd, addr, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
 	if (!m->mr) {
@@ -167,13 +213,13 @@ int emunic_cq_create(struct emunic_dev *d, unsigned depth, unsigned flags, struc
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return -ENOMEM;
-	obj_init(&cq->o, d, OBJ_CQ);
+	emunic_obj_init(&cq->o, d, OBJ_CQ);
 	cq->flags = flags;
 	if (emunic_ring_init(&cq->wc, depth ? depth : 1024, sizeof(struct emunic_wc))) {
 		free(cq);
 		return -ENOMEM;
 	}
-	if (send_cmd(d, CMD_OBJ_CREATE, &cq->o)) {
+	if (emunic_send_cmd(d, CMD_OBJ_CREATE, &cq->o)) {
 		emunic_ring_fini(&cq->wc);
 		free(cq);
 		return -EIO;
@@ -184,7 +230,7 @@ int emunic_cq_create(struct emunic_dev *d, unsigned depth, unsigned flags, struc
 
 int emunic_cq_destroy(struct emunic_cq *cq)
 {
-	return obj_destroy(cq ? &cq->o : NULL, "cq");
+	return emunic_obj_destroy(cq ? &cq->o : NULL, "cq");
 }
 
 /* The app's side of a completion ring (CQ or MQ): take up to n. */
@@ -228,14 +274,15 @@ int emunic_qp_create(struct emunic_dev *d, int peer, const struct emunic_qp_attr
 	if (peer < 0 || peer >= d->size || peer == d->rank)
 		return emunic_err(-EINVAL, "qp_create: peer %d is not another rank of this job (size %d)",
 				  peer, d->size);
-	if (attr->flags & ~(EMUNIC_QP_MANAGED_SEND | EMUNIC_QP_MANAGED_RECV) ||
+	if (attr->flags & ~(EMUNIC_QP_MANAGED_SEND | EMUNIC_QP_MANAGED_RECV | EMUNIC_QP_TRIGGERED) ||
+	    ((attr->flags & EMUNIC_QP_TRIGGERED) && (attr->flags & ~EMUNIC_QP_TRIGGERED)) ||
 	    (attr->send_cq && attr->send_cq->o.dev != d) || (attr->recv_cq && attr->recv_cq->o.dev != d) ||
 	    attr->rnr_retry > 7 || attr->retry_cnt > 7 || attr->timeout > 31)
 		return emunic_err(-EINVAL, "qp_create to peer %d: bad attributes", peer);
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
-	obj_init(&qp->o, d, OBJ_QP);
+	emunic_obj_init(&qp->o, d, OBJ_QP);
 	qp->peer = peer;
 	qp->attr = *attr;
 	if (!qp->attr.depth)
@@ -256,7 +303,7 @@ int emunic_qp_create(struct emunic_dev *d, int peer, const struct emunic_qp_attr
 	pthread_mutex_lock(&d->post_lock);
 	qp->index = d->qp_seq[peer]++;
 	pthread_mutex_unlock(&d->post_lock);
-	if (send_cmd(d, CMD_OBJ_CREATE, &qp->o)) {
+	if (emunic_send_cmd(d, CMD_OBJ_CREATE, &qp->o)) {
 		free(qp->sq.q);
 		free(qp->rq.q);
 		free(qp);
@@ -268,7 +315,7 @@ int emunic_qp_create(struct emunic_dev *d, int peer, const struct emunic_qp_attr
 
 int emunic_qp_destroy(struct emunic_qp *qp)
 {
-	return obj_destroy(qp ? &qp->o : NULL, "qp");
+	return emunic_obj_destroy(qp ? &qp->o : NULL, "qp");
 }
 
 int emunic_qp_peer(const struct emunic_qp *qp) { return qp->peer; }
@@ -300,7 +347,7 @@ int emunic_mq_create(struct emunic_dev *d, unsigned depth, struct emunic_mq **ou
 	mq = calloc(1, sizeof(*mq));
 	if (!mq)
 		return -ENOMEM;
-	obj_init(&mq->o, d, OBJ_MQ);
+	emunic_obj_init(&mq->o, d, OBJ_MQ);
 	if (!depth)
 		depth = 4096;
 	if (fifo_init(&mq->q, depth) || emunic_ring_init(&mq->wc, depth, sizeof(struct emunic_wc))) {
@@ -308,7 +355,7 @@ int emunic_mq_create(struct emunic_dev *d, unsigned depth, struct emunic_mq **ou
 		free(mq);
 		return -ENOMEM;
 	}
-	if (send_cmd(d, CMD_OBJ_CREATE, &mq->o)) {
+	if (emunic_send_cmd(d, CMD_OBJ_CREATE, &mq->o)) {
 		free(mq->q.q);
 		emunic_ring_fini(&mq->wc);
 		free(mq);
@@ -320,7 +367,7 @@ int emunic_mq_create(struct emunic_dev *d, unsigned depth, struct emunic_mq **ou
 
 int emunic_mq_destroy(struct emunic_mq *mq)
 {
-	return obj_destroy(mq ? &mq->o : NULL, "mq");
+	return emunic_obj_destroy(mq ? &mq->o : NULL, "mq");
 }
 
 int emunic_mq_poll(struct emunic_mq *mq, struct emunic_wc *wc, int n)
@@ -337,7 +384,6 @@ int emunic_mq_wait(struct emunic_mq *mq, struct emunic_wc *wc, int timeout_ms)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		uint32_t seq = atomic_load_explicit(&mq->seq, memory_order_acquire);
-		struct timespec ts = { 0, 50 * 1000 * 1000 };
 		int r = emunic_mq_poll(mq, wc, 1);
 		long ms;
 
@@ -349,7 +395,7 @@ int emunic_mq_wait(struct emunic_mq *mq, struct emunic_wc *wc, int timeout_ms)
 			return -ETIMEDOUT;
 		/* Sleep on the completion counter; the core wakes waiters. */
 		atomic_fetch_add(&mq->waiters, 1);
-		syscall(SYS_futex, &mq->seq, FUTEX_WAIT_PRIVATE, seq, &ts, NULL, 0);
+		emunic_futex_wait(&mq->seq, seq, 50);
 		atomic_fetch_sub(&mq->waiters, 1);
 	}
 }

@@ -58,6 +58,8 @@ static int check(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned
 		bool fresh;
 
 		out[i] = (struct core_task){ .t = *t, .mq = mq };
+		if (t->qp && alive(d, &t->qp->o, OBJ_QP) && (t->qp->attr.flags & EMUNIC_QP_TRIGGERED))
+			return bad(mq, i, t, "its QP was created TRIGGERED (for triggered operations only)");
 		switch (t->op) {
 		case EMUNIC_TASK_SEND: case EMUNIC_TASK_WRITE: case EMUNIC_TASK_WRITE_IMM:
 		case EMUNIC_TASK_READ: case EMUNIC_TASK_FETCH_ADD: case EMUNIC_TASK_RECV:
@@ -67,6 +69,7 @@ static int check(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned
 				return bad(mq, i, t, "its buffer has no registered memory region");
 			if (t->op == EMUNIC_TASK_FETCH_ADD && t->len != 8)
 				return bad(mq, i, t, "fetch_add needs an 8-byte local buffer");
+			out[i].lkey = t->len ? t->mr->mr->lkey : 0;
 			s = shadow_of(sh, nsh, t->qp, &fresh);
 			if (fresh) {
 				s->a = t->qp->sq_posted; s->b = t->qp->sq_claimed;

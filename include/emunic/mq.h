@@ -115,6 +115,10 @@ uint64_t emunic_cq_count(const struct emunic_cq *cq);
 
 #define EMUNIC_QP_MANAGED_SEND (1u << 0)
 #define EMUNIC_QP_MANAGED_RECV (1u << 1)
+/* For triggered operations (emunic/triggered.h): the progress core keeps
+ * receives posted and turns arriving writes-with-immediate into counts and
+ * events; task lists may not name it. */
+#define EMUNIC_QP_TRIGGERED (1u << 2)
 
 struct emunic_qp_attr {
 	unsigned flags;			/* EMUNIC_QP_MANAGED_* */

@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The rendezvous endpoint: a TRIGGERED QP to every peer, bounce slots for
+ * each peer's first chunks (a list entry whose events a handler on the
+ * progress core takes), a credit counter per peer (slots it freed of ours),
+ * and a pool of send stages (header + first chunk, registered once).
+ */
+#include "engines/rndv/rndv_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void emunic_rndv_attr_init(struct emunic_rndv_attr *a)
+{
+	*a = (struct emunic_rndv_attr){ .first = 4096, .chunk = 65536, .credits = 4, .slots = 64,
+					 .max_sends = 256, .connect_timeout_ms = 30000 };
+}
+
+static int fill_defaults(struct emunic_rndv_attr *a)
+{
+	struct emunic_rndv_attr d;
+
+	emunic_rndv_attr_init(&d);
+	if (!a->first)
+		a->first = d.first;
+	if (!a->chunk)
+		a->chunk = d.chunk;
+	if (!a->credits)
+		a->credits = d.credits;
+	if (!a->slots)
+		a->slots = d.slots;
+	if (!a->max_sends)
+		a->max_sends = d.max_sends;
+	if (!a->connect_timeout_ms)
+		a->connect_timeout_ms = d.connect_timeout_ms;
+	/* A get's offset travels in 16 bits of the chunk's largest power of
+	 * two; slot offsets in 16 bits of 64-byte units. */
+	if (a->first > (1u << 20) || a->slots > 4096 || a->max_sends > 65536 ||
+	    (a->chunk != SIZE_MAX && (a->chunk & (a->chunk - 1))) || a->credits > 4096) {
+		fprintf(stderr, "emunic: rndv: first %zu (<= 1 MiB), chunk %zu (a power of two or SIZE_MAX), credits %u "
+			"(<= 4096), slots %u (<= 4096) or max_sends %u not valid\n", a->first, a->chunk, a->credits,
+			a->slots, a->max_sends);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- counters ---------------------------------------------------------------- */
+
+int rndv_ct_rebase(struct rndv_ct *c)
+{
+	struct emunic_ct_val v;
+	int e = emunic_ct_get(c->ct, &v);
+
+	c->base = v.success + v.failure;
+	c->base_fail = v.failure;
+	return e;
+}
+
+/* Never called with r->lock held: allocating goes through the command
+ * ring, which the core (maybe waiting for r->lock in a handler) drains. */
+int rndv_ct_take(struct emunic_rndv *r, struct rndv_ct *c)
+{
+	int e;
+
+	c->ct = NULL;
+	pthread_mutex_lock(&r->lock);
+	if (r->ncts)
+		*c = r->cts[--r->ncts];
+	pthread_mutex_unlock(&r->lock);
+	if (!c->ct) {
+		e = emunic_ct_alloc(r->dev, &c->ct);
+		if (e)
+			return e;
+	}
+	return rndv_ct_rebase(c);
+}
+
+/* Likewise without r->lock held. */
+void rndv_ct_give(struct emunic_rndv *r, struct rndv_ct *c)
+{
+	bool kept = false;
+
+	if (!c->ct)
+		return;
+	pthread_mutex_lock(&r->lock);
+	if (r->ncts == r->cap_cts) {
+		unsigned cap = r->cap_cts ? 2 * r->cap_cts : 64;
+		struct rndv_ct *n = realloc(r->cts, cap * sizeof(*n));
+
+		if (n) {
+			r->cts = n;
+			r->cap_cts = cap;
+		}
+	}
+	if (r->ncts < r->cap_cts) {
+		r->cts[r->ncts++] = *c;
+		kept = true;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (!kept)
+		emunic_ct_free(c->ct);
+	c->ct = NULL;
+}
+
+uint64_t rndv_ct_events(const struct rndv_ct *c, bool *failed)
+{
+	struct emunic_ct_val v;
+
+	if (emunic_ct_get(c->ct, &v)) {
+		*failed = true;
+		return 0;
+	}
+	*failed = v.failure > c->base_fail;
+	return v.success + v.failure - c->base;
+}
+
+/* ---- create / destroy ----------------------------------------------------------- */
+
+static int make_peer(struct emunic_rndv *r, int p, struct rndv_card *mine)
+{
+	struct rndv_peer *pe = &r->peer[p];
+	struct emunic_qp_attr qa;
+	struct emunic_le_attr la = { .mr = r->region_mr, .flags = EMUNIC_LE_HDR, .shift = RNDV_UNIT_SHIFT,
+				     .eq = r->arrivals };
+	int e;
+
+	emunic_qp_attr_init(&qa);
+	qa.flags = EMUNIC_QP_TRIGGERED;
+	qa.depth = 512;
+	e = emunic_qp_create(r->dev, p, &qa, &pe->qp);
+	if (e)
+		return e;
+	pe->bounce = r->region + (size_t)p * r->attr.slots * r->slot_size;
+	la.addr = pe->bounce;
+	la.len = r->attr.slots * r->slot_size;
+	e = emunic_le_create(r->dev, &la, &pe->bounce_le);
+	if (!e)
+		e = emunic_ct_alloc(r->dev, &pe->credit_ct);
+	if (e)
+		return e;
+	la = (struct emunic_le_attr){ .mr = r->region_mr, .addr = r->region + r->region_len - RNDV_UNIT,
+				      .len = RNDV_UNIT, .ct = pe->credit_ct };
+	e = emunic_le_create(r->dev, &la, &pe->credit_le);
+	if (e)
+		return e;
+	mine->bounce = emunic_le_target(pe->bounce_le);
+	mine->credit = emunic_le_target(pe->credit_le);
+	return 0;
+}
+
+static int make_stages(struct emunic_rndv *r)
+{
+	size_t len = (size_t)r->attr.max_sends * r->slot_size;
+	int e;
+
+	r->staging = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
+	r->stages = calloc(r->attr.max_sends, sizeof(*r->stages));
+	if (!r->staging || !r->stages)
+		return -ENOMEM;
+	memset(r->staging, 0, len);
+	e = emunic_mr_reg(r->dev, r->staging, len, &r->staging_mr);
+	for (unsigned i = 0; !e && i < r->attr.max_sends; i++) {
+		struct rndv_stage *s = &r->stages[i];
+		struct emunic_le_attr la = { .mr = r->region_mr, .addr = r->region + r->region_len - RNDV_UNIT,
+					     .len = RNDV_UNIT };
+
+		s->hdr = (struct rndv_hdr *)(r->staging + (size_t)i * r->slot_size);
+		e = rndv_ct_take(r, &s->c);
+		if (e)
+			break;
+		la.ct = s->c.ct;
+		e = emunic_le_create(r->dev, &la, &s->le);
+		s->next = r->free_stages;
+		r->free_stages = s;
+	}
+	return e;
+}
+
+/* Messages that came and were never received. */
+static void drop_unreceived(struct emunic_rndv *r)
+{
+	struct match_entry *e;
+
+	while ((e = r->m.unexpected.head)) {
+		struct rndv_arrival *a = e->owner;
+
+		r->m.unexpected.head = e->next;
+		free(a->data);
+		free(a);
+	}
+	for (int p = 0; r->m.early && p < r->size; p++)
+		while ((e = r->m.early[p].head)) {
+			struct rndv_arrival *a = e->owner;
+
+			r->m.early[p].head = e->next;
+			free(a->data);
+			free(a);
+		}
+}
+
+static void teardown(struct emunic_rndv *r)
+{
+	for (unsigned i = 0; r->stages && i < r->attr.max_sends; i++) {
+		if (r->stages[i].le)
+			emunic_le_destroy(r->stages[i].le);
+		if (r->stages[i].c.ct)
+			emunic_ct_free(r->stages[i].c.ct);
+	}
+	for (int p = 0; r->peer && p < r->size; p++) {
+		struct rndv_peer *pe = &r->peer[p];
+
+		if (pe->bounce_le)
+			emunic_le_destroy(pe->bounce_le);
+		if (pe->credit_le)
+			emunic_le_destroy(pe->credit_le);
+		if (pe->credit_ct)
+			emunic_ct_free(pe->credit_ct);
+		if (pe->qp)
+			emunic_qp_destroy(pe->qp);
+	}
+	while (r->ncts)
+		emunic_ct_free(r->cts[--r->ncts].ct);
+	if (r->arrivals)
+		emunic_eq_destroy(r->arrivals);
+	if (r->refill)
+		emunic_eq_destroy(r->refill);
+	if (r->staging_mr)
+		emunic_mr_dereg(r->staging_mr);
+	if (r->region_mr)
+		emunic_mr_dereg(r->region_mr);
+	drop_unreceived(r);
+	match_fini(&r->m);
+	free(r->cts);
+	free(r->stages);
+	free(r->staging);
+	free(r->region);
+	free(r->peer);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}
+
+int emunic_rndv_create(struct emunic_dev *dev, const struct emunic_rndv_attr *attr, struct emunic_rndv **out)
+{
+	struct emunic_rndv *r;
+	struct rndv_card *mine = NULL, *all = NULL;
+	int e;
+
+	if (!dev || !out)
+		return -EINVAL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	pthread_mutex_init(&r->lock, NULL);
+	r->dev = dev;
+	r->rank = emunic_dev_rank(dev);
+	r->size = emunic_dev_size(dev);
+	if (attr)
+		r->attr = *attr;
+	else
+		emunic_rndv_attr_init(&r->attr);
+	e = fill_defaults(&r->attr);
+	if (e) {
+		free(r);
+		return e;
+	}
+	r->slot_size = (sizeof(struct rndv_hdr) + r->attr.first + RNDV_UNIT - 1) & ~(size_t)(RNDV_UNIT - 1);
+	r->region_len = (size_t)r->size * r->attr.slots * r->slot_size + RNDV_UNIT;
+	r->region = aligned_alloc(4096, (r->region_len + 4095) & ~(size_t)4095);
+	r->peer = calloc((size_t)r->size, sizeof(*r->peer));
+	mine = calloc((size_t)r->size, sizeof(*mine));
+	all = calloc((size_t)r->size * r->size, sizeof(*all));
+	e = !r->region || !r->peer || !mine || !all ? -ENOMEM : match_init(&r->m, r->size);
+	/* Peers' RDMA writes land here unseen by memcheck: start defined. */
+	if (r->region)
+		memset(r->region, 0, r->region_len);
+	if (!e)
+		e = emunic_mr_reg(dev, r->region, r->region_len, &r->region_mr);
+	if (!e)
+		e = emunic_eq_create(dev, 0, rndv_on_arrival, r, &r->arrivals);
+	if (!e)
+		e = emunic_eq_create(dev, 0, rndv_on_refill, r, &r->refill);
+	for (int p = 0; !e && p < r->size; p++)
+		if (p != r->rank)
+			e = make_peer(r, p, &mine[p]);
+	if (!e)
+		e = make_stages(r);
+	/* Everyone takes part in the exchange, failed or not, so no rank
+	 * waits forever for one that gave up. */
+	if (emunic_dev_allgather(dev, mine, (size_t)r->size * sizeof(*mine), all) && !e)
+		e = -EIO;
+	for (int p = 0; !e && p < r->size; p++) {
+		if (p == r->rank)
+			continue;
+		r->peer[p].card = all[(size_t)p * r->size + r->rank];
+		if (!r->peer[p].card.bounce.id)
+			e = -EIO;	/* that rank failed to set up */
+		else
+			e = emunic_qp_wait_connected(r->peer[p].qp, r->attr.connect_timeout_ms);
+	}
+	free(mine);
+	free(all);
+	if (e) {
+		fprintf(stderr, "emunic: rank %d: rndv_create failed (%s)\n", r->rank, strerror(-e));
+		teardown(r);
+		return e;
+	}
+	*out = r;
+	return 0;
+}
+
+int emunic_rndv_destroy(struct emunic_rndv *r)
+{
+	if (!r)
+		return -EINVAL;
+	pthread_mutex_lock(&r->lock);
+	if (r->live_reqs) {
+		pthread_mutex_unlock(&r->lock);
+		fprintf(stderr, "emunic: rank %d: rndv_destroy: %u request(s) not freed\n", r->rank, r->live_reqs);
+		return -EBUSY;
+	}
+	pthread_mutex_unlock(&r->lock);
+	/* No peer may still be sending to slots we are about to free. */
+	emunic_dev_barrier(r->dev);
+	teardown(r);
+	return 0;
+}
+
+int emunic_rndv_stats(struct emunic_rndv *r, struct emunic_rndv_stats *st)
+{
+	if (!r || !st)
+		return -EINVAL;
+	pthread_mutex_lock(&r->lock);
+	*st = r->stats;
+	match_stats(&r->m, &st->posted, &st->queued, NULL);
+	pthread_mutex_unlock(&r->lock);
+	return 0;
+}

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Requests: test, wait, cancel, free.  A request is done when its counter
+ * has counted what it needs (send: the put and every get served; receive:
+ * every get) or any failure; testing is never needed for progress.
+ */
+#include "engines/rndv/rndv_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static bool check_done(struct emunic_req *q)
+{
+	int s = atomic_load(&q->state);
+	bool failed = false;
+
+	if (s == REQ_DONE || s == REQ_CANCELED)
+		return true;
+	if (s != REQ_GETTING)
+		return false;
+	if (rndv_ct_events(&q->c, &failed) < q->need && !failed)
+		return false;
+	if (failed && !q->st.error)
+		q->st.error = -EIO;
+	atomic_store(&q->state, REQ_DONE);
+	return true;
+}
+
+int emunic_test(struct emunic_req *q, int *done, struct emunic_status *st)
+{
+	if (!q || !done)
+		return -EINVAL;
+	*done = check_done(q);
+	if (!*done) {
+		pthread_mutex_lock(&q->r->lock);
+		rndv_progress_req(q->r, q);
+		pthread_mutex_unlock(&q->r->lock);
+	} else if (st) {
+		*st = q->st;
+	}
+	return 0;
+}
+
+int emunic_wait(struct emunic_req *q, struct emunic_status *st, int timeout_ms)
+{
+	struct timespec t0, now;
+	int done = 0;
+
+	if (!q)
+		return -EINVAL;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		long ms;
+		int e = emunic_test(q, &done, st);
+
+		if (e || done)
+			return e;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+		if (timeout_ms >= 0 && ms >= timeout_ms)
+			return -ETIMEDOUT;
+		if (atomic_load(&q->state) == REQ_GETTING) {
+			/* Sleep on the counter until it may say done. */
+			struct emunic_ct_val v;
+
+			emunic_ct_wait(q->c.ct, q->c.base + q->need, &v, 20);
+		} else {
+			struct timespec nap = { 0, 200 * 1000 };
+
+			nanosleep(&nap, NULL);
+		}
+	}
+}
+
+int emunic_cancel(struct emunic_req *q)
+{
+	int e;
+
+	if (!q)
+		return -EINVAL;
+	if (q->kind != REQ_RECV)
+		return -EBUSY;
+	pthread_mutex_lock(&q->r->lock);
+	e = atomic_load(&q->state) == REQ_POSTED ? match_cancel(&q->r->m, &q->me) : -ENOENT;
+	if (!e) {
+		q->st.error = -ECANCELED;
+		atomic_store(&q->state, REQ_CANCELED);
+	}
+	pthread_mutex_unlock(&q->r->lock);
+	return e ? -EBUSY : 0;
+}
+
+int emunic_req_free(struct emunic_req *q)
+{
+	struct emunic_rndv *r;
+	bool give = false;
+
+	if (!q)
+		return -EINVAL;
+	if (!check_done(q))
+		return -EBUSY;
+	r = q->r;
+	pthread_mutex_lock(&r->lock);
+	if (q->kind == REQ_SEND) {
+		/* A failed send's counter may still move: do not reuse it. */
+		if (!q->st.error) {
+			q->stage->c = q->c;
+			q->stage->next = r->free_stages;
+			r->free_stages = q->stage;
+		}
+	} else {
+		give = !q->st.error || q->st.error == -EMSGSIZE || q->st.error == -ECANCELED;
+	}
+	r->live_reqs--;
+	pthread_mutex_unlock(&r->lock);
+	if (give)
+		rndv_ct_give(r, &q->c);
+	if (q->mr)
+		emunic_mr_dereg(q->mr);
+	free(q);
+	return 0;
+}
