@@ -21,4 +21,10 @@ for n in 2 4; do
     --csv "build/bench/barrier-$n.csv"
 done
 echo
-echo "== demo done in $((SECONDS - start)) s; CSV in build/bench/barrier-2.csv, build/bench/barrier-4.csv"
+echo "== 2 ranks: a chain of 100 triggered puts vs the same chain driven by the app"
+build/bin/emunic-run -n 2 -t 300 build/bin/emunic-bench trig --csv build/bench/trig.csv
+echo
+echo "== 2 ranks: chunked receiver-driven rendezvous vs one get a message (quick sizes)"
+build/bin/emunic-run -n 2 -t 600 build/bin/emunic-bench rndv --quick --csv build/bench/rndv.csv
+echo
+echo "== demo done in $((SECONDS - start)) s; CSV in build/bench/ (barrier-2, barrier-4, trig, rndv)"

@@ -1,9 +1,14 @@
-"""emunic-bench: the barrier benchmark (offloaded mq vs host-progressed ptp).
+"""emunic-bench: barrier (offloaded mq vs host-progressed ptp), trig (a
+triggered chain vs the app driving it) and rndv (chunked rendezvous vs one
+get a message).
 
 Only structure and sanity are checked: every table, every metric in the CSV,
 positive times, availabilities in [0, 100], ratios present.  Targets are
 printed by the benchmark with met/MISSED and are never asserted here: under
-QEMU's TCG the times are far too noisy for that.
+QEMU's TCG the times are far too noisy for that.  What is asserted is what
+does not depend on time: every put landed, every message arrived intact and
+matched as expected, and no more gets of one message were in flight than
+the variant allows.
 """
 import csv
 import io
@@ -36,19 +41,28 @@ def run_bench(rxe, n, args, timeout=300):
     return rxe.run(cmd, timeout=timeout + 60)
 
 
-def read_csv(path):
+def read_csv(path, header=None):
+    header = header or CSV_HEADER
     with open(path) as f:
         text = f.read()
     rows = list(csv.reader(io.StringIO(text)))
-    assert rows and rows[0] == CSV_HEADER, text
-    return [dict(zip(CSV_HEADER, r)) for r in rows[1:]], text
+    assert rows and rows[0] == header, text
+    return [dict(zip(header, r)) for r in rows[1:]], text
 
 
-def test_barrier_bench_two_ranks(rxe):
-    path = os.path.join(ROOT, "build", "bench", "test-barrier-2.csv")
+def csv_path(name):
+    path = os.path.join(ROOT, "build", "bench", name)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     if os.path.exists(path):
         os.remove(path)
+    return path
+
+
+NUM = r"(\d+(?:\.\d+)?)"
+
+
+def test_barrier_bench_two_ranks(rxe):
+    path = csv_path("test-barrier-2.csv")
     rc, out = run_bench(rxe, 2, "--iters 20 --sweep-iters 8 --idle both --csv %s" % path)
     assert rc == 0, out
 
@@ -120,6 +134,17 @@ def test_sanitized_bench_is_clean(rxe):
     assert "ERROR: AddressSanitizer" not in out and "runtime error" not in out, out
 
 
+def test_sanitized_trig_and_rndv_are_clean(rxe):
+    """The ASan+UBSan build: a short trig chain; rndv with a slow receiver
+    (trace, sink, several endpoints at once)."""
+    for args in ("trig --quick --len 20", "rndv --quick --sizes 64K,1M --sink-mbps 100"):
+        rc, out = rxe.run("%s -n 2 -t 240 %s/emunic-bench %s" % (RUN, SANBIN, args), timeout=300)
+        assert rc == 0, (args, out)
+        assert "target(s) missed" in out, (args, out)
+        assert "ERROR: AddressSanitizer" not in out and "runtime error" not in out, (args, out)
+        assert "LeakSanitizer" not in out, (args, out)
+
+
 def test_runtime_error_names_the_rank(rxe):
     """No such device: exit 3 and a rank-tagged message naming the call."""
     # Set inside the ranks: emunic-run itself checks $EMUNIC_DEVICE.
@@ -138,11 +163,33 @@ def test_help_and_usage():
     assert "--iters K" in out and "--idle default|spin|sleep|both" in out, out
     rc, out2 = host("%s barrier --help" % BENCH)
     assert rc == 0 and "--csv FILE" in out2, out2
+    for cmd, opts in (("trig", ("--len N", "--iters K", "--work-factor F", "--quick")),
+                      ("rndv", ("--sizes LIST", "--chunks LIST", "--sink-mbps M", "--rounds R", "--quick"))):
+        rc, out2 = host("%s %s --help" % (BENCH, cmd))
+        assert rc == 0 and "  %s [OPTIONS]  (2 ranks)" % cmd in out2, out2
+        for opt in opts:
+            assert opt in out2, (cmd, opt, out2)
+        assert "  barrier [OPTIONS]" not in out2, out2
     for args in ("", "nosuch", "barrier --iters 0", "barrier --signal rdma", "barrier --conn ring",
-                 "barrier --idle busy", "barrier --bogus", "barrier extra"):
+                 "barrier --idle busy", "barrier --bogus", "barrier extra",
+                 "trig --len 0", "trig --len 5000", "trig --iters x", "trig extra",
+                 "rndv --sizes 0", "rndv --sizes 4Q", "rndv --sizes 512M", "rndv --chunks 3K/2",
+                 "rndv --chunks 64K", "rndv --chunks 64K/0", "rndv --iters 201", "rndv --sink-mbps 0",
+                 "rndv --sizes 256M --chunks 1K/1"):
         rc, out = host("%s %s" % (BENCH, args))
         assert rc == 2, (args, out)
         assert "usage:" in out, (args, out)
+        cmd = (args.split() or [""])[0]
+        if cmd in ("trig", "rndv"):
+            assert "emunic-bench %s --help" % cmd in out, (args, out)
+
+
+def test_two_rank_benches_refuse_other_job_sizes():
+    """trig and rndv measure one pair: a job of one is bad usage (exit 2)."""
+    for cmd in ("trig --quick", "rndv --quick"):
+        rc, out = host("%s %s" % (BENCH, cmd))
+        assert rc == 2, (cmd, out)
+        assert "needs exactly 2 ranks (emunic-run -n 2), not 1" in out, (cmd, out)
 
 
 def test_unwritable_csv_is_a_runtime_error():
@@ -150,3 +197,131 @@ def test_unwritable_csv_is_a_runtime_error():
     rc, out = host("%s barrier --csv /nonexistent/dir/x.csv" % BENCH)
     assert rc == 3, out
     assert re.search(r"emunic-bench: rank 0: barrier opening the CSV file /nonexistent/dir/x.csv: ", out), out
+
+
+# ---- trig ---------------------------------------------------------------------
+
+TRIG_KINDS = ("app-wait", "trig-wait", "trig-compute")
+TRIG_HEADER = ["bench", "impl", "ranks", "metric", "value", "unit", "ratio_vs_app-wait"]
+
+
+def test_trig_bench_quick(rxe):
+    """A chain of 100 triggered puts vs the app driving it: every table row,
+    every CSV metric, ratios that are what the values say, every put landed."""
+    path = csv_path("test-trig.csv")
+    rc, out = rxe.run("%s -n 2 -t 240 %s trig --quick --csv %s" % (RUN, BENCH, path), timeout=300)
+    assert rc == 0, out
+    assert "a chain of 100 puts" in out, out
+    assert re.search(r"chains\s+5 timed per kind after 1 warm-up", out), out
+    m = re.search(r"rank 1\s+serves only; (\d+) of (\d+) puts landed in its entry, 0 words wrong", out)
+    assert m and m.group(1) == m.group(2) and int(m.group(1)) == 3 * 6 * 100, out
+    assert "1. chain of 100: wall time and the app thread's CPU time" in out, out
+    for kind in TRIG_KINDS:
+        row = re.search(r"^\s+%s((?:\s+(?:-|[\d.]+x?)){7})$" % kind, out, re.M)
+        assert row, (kind, out)
+        cells = row.group(1).split()
+        assert all(re.match(NUM + "$", c) for c in cells[:3]), (kind, cells)
+        assert all(re.match(NUM + "x$", c) for c in cells[5:]), (kind, cells)
+        if kind == "app-wait":
+            assert cells[3:5] == ["-", "-"] and cells[5:] == ["1.000x", "1.000x"], cells
+        else:
+            assert all(re.match(NUM + "$", c) for c in cells[3:5]), (kind, cells)
+    m = re.search(r"trig-compute: (\d+) of 5 chains were done when the app checked", out)
+    assert m and 0 <= int(m.group(1)) <= 5, out
+    assert re.search(r"^\s+(met|MISSED)\s+app CPU, triggered posts / app-driven <= 0.05x\s+trig-wait\s+"
+                     + NUM + "x", out, re.M), out
+    assert re.search(r"^\s+info\s+wall time triggered / app-driven \(median\): trig-wait " + NUM + "x", out,
+                     re.M), out
+    assert re.search(r"^\s+\d target\(s\) missed$", out, re.M), out
+
+    rows, text = read_csv(path, TRIG_HEADER)
+    assert "CSV: %d rows in %s" % (len(rows), path) in out, out
+    by = {(r["impl"], r["metric"]): r for r in rows}
+    want = {k: ["chain_wall", "chain_wall_p50", "app_cpu", "app_cpu_p50"] for k in TRIG_KINDS}
+    want["trig-wait"] += ["app_cpu_post", "app_cpu_post_p50", "app_cpu_wait", "app_cpu_post_ratio"]
+    want["trig-compute"] += ["app_cpu_post", "app_cpu_post_p50", "app_cpu_check", "work", "done_at_check"]
+    assert set(by) == {(k, m) for k, ms in want.items() for m in ms}, text
+    for r in rows:
+        assert r["bench"] == "trig" and r["ranks"] == "2", r
+        v = float(r["value"])
+        assert v >= 0, r
+        if r["metric"] in ("chain_wall", "chain_wall_p50", "app_cpu", "app_cpu_post", "work"):
+            assert v > 0 and r["unit"] == "us", r
+    for kind in TRIG_KINDS:
+        for metric in ("chain_wall", "chain_wall_p50", "app_cpu", "app_cpu_p50"):
+            r, base = by[(kind, metric)], float(by[("app-wait", metric)]["value"])
+            assert abs(float(r["ratio_vs_app-wait"]) - float(r["value"]) / base) < 0.01 * max(
+                1, float(r["ratio_vs_app-wait"])), r
+    # The triggered kinds' CPU is the posts and the wait (or the check).
+    for kind, rest in (("trig-wait", "app_cpu_wait"), ("trig-compute", "app_cpu_check")):
+        total = float(by[(kind, "app_cpu_post")]["value"]) + float(by[(kind, rest)]["value"])
+        assert abs(total - float(by[(kind, "app_cpu")]["value"])) < 0.01 + 1e-6 * total, kind
+    ratio = float(by[("app-wait", "app_cpu")]["value"])
+    ratio = float(by[("trig-wait", "app_cpu_post")]["value"]) / ratio
+    assert abs(float(by[("trig-wait", "app_cpu_post_ratio")]["value"]) - ratio) < 0.001, text
+    assert 0 <= float(by[("trig-compute", "done_at_check")]["value"]) <= 5, text
+
+
+# ---- rndv ---------------------------------------------------------------------
+
+RNDV_HEADER = ["bench", "impl", "ranks", "metric", "value", "unit", "ratio_vs_single"]
+RNDV_SIZES = ("64K", "1M", "4M")
+
+
+def test_rndv_bench_quick_and_slow_receiver(rxe):
+    """--quick (sizes 64K, 1M, 4M; single and 64K/4) and a slow receiver:
+    both tables, ratios and their marks, every receive matched as expected
+    and its data intact (the bench checks it), and from the receiver's
+    trace at most one get of a message in flight for single, at most c = 4
+    for 64K/4."""
+    path = csv_path("test-rndv.csv")
+    rc, out = rxe.run("%s -n 2 -t 280 %s rndv --quick --sink-mbps 50 --csv %s" % (RUN, BENCH, path),
+                      timeout=340)
+    assert rc == 0, out
+    m = re.search(r"(\d+) of (\d+) timed receives matched expected", out)
+    assert m and m.group(1) == m.group(2) and int(m.group(1)) == 2 * 2 * 3 * 3, out
+    assert "1. throughput, MB/s" in out, out
+    assert re.search(r"^\s+size\s+K\s+single\s+64K/4\s+x single$", out, re.M), out
+    for size in RNDV_SIZES:
+        row = re.search(r"^\s+%s\s+3\s+%s\s+%s\s+%sx(\*?)$" % (size, NUM, NUM, NUM), out, re.M)
+        assert row, (size, out)
+        single, chunked, ratio = (float(row.group(i)) for i in (1, 2, 3))
+        assert single > 0 and chunked > 0, row.group(0)
+        # The cells are rounded to 0.1 MB/s and 0.01x.
+        lo, hi = (chunked - 0.05) / (single + 0.05) - 0.005, (chunked + 0.05) / max(single - 0.05, 0.01) + 0.005
+        assert lo <= ratio <= hi, row.group(0)
+        # The mark: below 0.9x, and only from 1M on.
+        if abs(ratio - 0.9) > 0.005:
+            assert (row.group(4) == "*") == (size != "64K" and ratio < 0.9), row.group(0)
+    assert re.search(r"^\s+(met|MISSED)\s+chunked / single >= 0.9x, sizes >= 1M\s+64K/4\s+" + NUM + "x", out,
+                     re.M), out
+
+    assert "2. slow receiver: rank 1's device drains fetched data at 50 MB/s" in out, out
+    inflight = {}
+    for size in RNDV_SIZES:
+        row = re.search(r"^\s+%s\s+3\s+%s\s+(\d+)\s+%s\s+(\d+)$" % (size, NUM, NUM), out, re.M)
+        assert row, (size, out)
+        assert float(row.group(1)) > 0 and float(row.group(3)) > 0, row.group(0)
+        inflight[size] = (int(row.group(2)), int(row.group(4)))
+        assert inflight[size][0] == 1, ("single: one get in flight", row.group(0))
+        assert 1 <= inflight[size][1] <= 4, ("64K/4: at most 4 gets in flight", row.group(0))
+    assert re.search(r"^\s+ok\s+gets in flight a message, slow receiver\s+single\s+1 \(limit 1\)$", out, re.M), out
+    assert re.search(r"^\s+ok\s+gets in flight a message, slow receiver\s+64K/4\s+[1-4] \(limit 4\)$", out,
+                     re.M), out
+    assert re.search(r"^\s+\d target\(s\) missed$", out, re.M), out
+
+    rows, text = read_csv(path, RNDV_HEADER)
+    assert "CSV: %d rows in %s" % (len(rows), path) in out, out
+    by = {(r["impl"], r["metric"]): r for r in rows}
+    metrics = ["%s_%s" % (m, s) for s in RNDV_SIZES
+               for m in ("throughput", "sink_throughput", "sink_max_inflight")]
+    assert set(by) == {(i, m) for i in ("single", "chunked-64K/4") for m in metrics}, text
+    for r in rows:
+        assert r["bench"] == "rndv" and r["ranks"] == "2", r
+        assert r["unit"] == ("count" if "inflight" in r["metric"] else "MB/s"), r
+        assert float(r["value"]) > 0, r
+        assert abs(float(r["ratio_vs_single"])
+                   - float(r["value"]) / float(by[("single", r["metric"])]["value"])) < 0.01, r
+    for size in RNDV_SIZES:
+        assert float(by[("single", "sink_max_inflight_" + size)]["value"]) == 1, text
+        assert float(by[("chunked-64K/4", "sink_max_inflight_" + size)]["value"]) == inflight[size][1], text

@@ -4,6 +4,8 @@
  * baselines, run under emunic-run (or a PMIx launcher).
  *
  *   emunic-run -n N emunic-bench barrier [OPTIONS]
+ *   emunic-run -n 2 emunic-bench trig [OPTIONS]
+ *   emunic-run -n 2 emunic-bench rndv [OPTIONS]
  *
  * Subcommands are rows of the table `subcmds` at the end of this file: a
  * name, a one-line summary, a man-page section and a function that takes
@@ -23,11 +25,17 @@
  *     within a tolerance of the same loop's without work (seed 003, fig. 7);
  *  4. the application thread's CPU time inside post + wait (the overhead of
  *     seed 000: time the application spends in communication calls).
+ *
+ * trig: a chain of triggered puts against the same chain driven by the app
+ * thread: wall time and the app's CPU (section "trig").  rndv: chunked
+ * receiver-driven rendezvous against one get a message, throughput by size,
+ * and with a slow receiver the gets in flight from the trace ("rndv").
  */
 #include "baseline/ptp.h"
 
 #include <emunic.h>
 #include <emunic/coll.h>
+#include <emunic/rndv.h>
 
 #include <errno.h>
 #include <getopt.h>
@@ -65,6 +73,7 @@ struct bench {
 	double clock_ns;		/* one CLOCK_MONOTONIC read */
 	double calib_spread;		/* (max - min) / median of the runs */
 	int64_t t0;			/* start, for progress lines */
+	bool usage;			/* the failure is bad usage (exit 2) */
 };
 
 static int64_t mono_ns(void)
@@ -158,7 +167,18 @@ static int bench_fini(struct bench *b, int status)
 	if (b->boot)
 		emunic_boot_fini(b->boot);
 	free(b->rows);
-	return status ? EXIT_RUN : 0;
+	return status ? (b->usage ? EXIT_USAGE : EXIT_RUN) : 0;
+}
+
+/* For the subcommands that measure one pair of ranks. */
+static int bench_two_ranks(struct bench *b)
+{
+	if (b->size == 2)
+		return 0;
+	if (b->rank == 0)
+		fprintf(stderr, "emunic-bench: %s needs exactly 2 ranks (emunic-run -n 2), not %d\n", b->cmd, b->size);
+	b->usage = true;
+	return -EINVAL;
 }
 
 static int bench_add(struct bench *b, const char *impl, const char *metric, double value, const char *unit)
@@ -207,7 +227,7 @@ static double bench_ratio(const struct bench *b, const struct row *rw, const cha
 	return rw->value / base->value;
 }
 
-/* bench,impl,ranks,metric,value,unit,ratio_vs_<baseline> */
+/* bench,impl,ranks,metric,value,unit,ratio_vs_<baseline>; says where on stdout. */
 static void bench_write_csv(const struct bench *b, const char *baseline)
 {
 	if (!b->csv)
@@ -223,6 +243,7 @@ static void bench_write_csv(const struct bench *b, const char *baseline)
 		fputc('\n', b->csv);
 	}
 	fflush(b->csv);
+	printf("\nCSV: %d rows in %s\n", b->nrows, b->csv_path);
 }
 
 /* ---- the work loop ------------------------------------------------------- */
@@ -313,19 +334,24 @@ static double cpu_ceiling(const struct bench *b)
 /* ---- targets --------------------------------------------------------------- */
 
 /* "met" or "MISSED", and by how much; ctx adds context (may be NULL).
+ * at_most: the ratio may not exceed limit; else it may not fall below it.
  * Returns 1 when missed. */
-static int target_ratio_max(const char *what, const char *impl, double ratio, double limit, const char *ctx)
+static int target_ratio(const char *what, const char *impl, double ratio, double limit, bool at_most,
+			const char *ctx)
 {
-	char v[96];
-	int missed = ratio >= 0 && ratio > limit;
+	const char *fmt = limit < 0.1 ? "%.3fx" : "%.2fx";
+	char v[96], r[24], l[24];
+	int missed = ratio >= 0 && (at_most ? ratio > limit : ratio < limit);
 
+	snprintf(r, sizeof(r), fmt, ratio);
+	snprintf(l, sizeof(l), fmt, limit);
 	if (ratio < 0)
 		snprintf(v, sizeof(v), "no value");
 	else if (!missed)
-		snprintf(v, sizeof(v), "%.2fx", ratio);
+		snprintf(v, sizeof(v), "%s", r);
 	else
-		snprintf(v, sizeof(v), "%.2fx, %.0f%% above the %.2fx target", ratio, (ratio / limit - 1) * 100,
-			 limit);
+		snprintf(v, sizeof(v), "%s, %.0f%% %s the %s target", r, (at_most ? ratio / limit - 1 : 1 - ratio / limit) * 100,
+			 at_most ? "above" : "below", l);
 	printf("  %-7s %-42s %-9s %s%s%s\n", ratio < 0 ? "n/a" : missed ? "MISSED" : "met", what, impl, v,
 	       ctx ? "; " : "", ctx ? ctx : "");
 	return missed;
@@ -925,19 +951,19 @@ static void print_targets(const struct bench *b, const struct bar_opts *o, const
 			continue;
 		if (!o->no_ptp) {
 			snprintf(ctx, sizeof(ctx), "median %.2fx", ratio_of(b, name, "barrier_latency_p50"));
-			missed += target_ratio_max("barrier latency mq/ptp <= 1.10x", name,
-						   ratio_of(b, name, "barrier_latency"), 1.10, ctx);
+			missed += target_ratio("barrier latency mq/ptp <= 1.10x", name,
+					       ratio_of(b, name, "barrier_latency"), 1.10, true, ctx);
 			snprintf(ctx, sizeof(ctx), "median %.2fx", ratio_of(b, name, "ibarrier_latency_p50"));
-			missed += target_ratio_max("ibarrier latency mq/ptp <= 1.10x", name,
-						   ratio_of(b, name, "ibarrier_latency"), 1.10, ctx);
+			missed += target_ratio("ibarrier latency mq/ptp <= 1.10x", name,
+					       ratio_of(b, name, "ibarrier_latency"), 1.10, true, ctx);
 		}
 		missed += target_pct_min("work-slice availability (fig. 7) >= 90%", name,
 					 bench_get(b, name, "cpu_avail_work_slice"), 90);
 		if (!o->no_ptp) {
 			snprintf(ctx, sizeof(ctx), "%.1f vs %.1f us/call", bench_get(b, name, "app_cpu_post_wait"),
 				 bench_get(b, BASELINE, "app_cpu_post_wait"));
-			missed += target_ratio_max("app CPU in post+wait mq/ptp <= 0.10x", name,
-						   ratio_of(b, name, "app_cpu_post_wait"), 0.10, ctx);
+			missed += target_ratio("app CPU in post+wait mq/ptp <= 0.10x", name,
+					       ratio_of(b, name, "app_cpu_post_wait"), 0.10, true, ctx);
 		}
 	}
 	printf("  info    test-loop availability (fig. 6) has no target: seed 003 saw 30-45%% at 8\n"
@@ -956,10 +982,7 @@ static void report(struct bench *b, const struct bar_opts *o, const struct bar_i
 	print_sweep(b, o, im, n);
 	print_cpu(b, o, im, n);
 	print_targets(b, o, im, n);
-	if (b->csv) {
-		bench_write_csv(b, BASELINE);
-		printf("\nCSV: %d rows in %s\n", b->nrows, b->csv_path);
-	}
+	bench_write_csv(b, BASELINE);
 	fflush(stdout);
 }
 
@@ -1035,10 +1058,11 @@ static const char main_help_tail[] =
 "\n"
 "CSV\n"
 "    One header line, then one row a result:\n"
-"        bench,impl,ranks,metric,value,unit,ratio_vs_ptp\n"
-"    impl is ptp, mq-sleep or mq-spin; ratio_vs_ptp is value / ptp's value\n"
-"    of the same metric (1 for ptp itself; empty with --no-ptp or when\n"
-"    ptp's value is 0).  barrier metrics, us unless said:\n"
+"        bench,impl,ranks,metric,value,unit,ratio_vs_BASE\n"
+"    ratio_vs_BASE is value / the baseline impl's value of the same metric\n"
+"    (1 for the baseline itself; empty where it has none or it is 0).\n"
+"    barrier: BASE is ptp; impl is ptp, mq-sleep or mq-spin (ratio empty\n"
+"    with --no-ptp).  Metrics, us unless said:\n"
 "      barrier_latency, barrier_latency_p50, ibarrier_latency,\n"
 "      ibarrier_latency_p50          table 1 (mean, median)\n"
 "      cpu_avail_test_loop (%), test_loop_time_p50, tests_per_call\n"
@@ -1047,24 +1071,44 @@ static const char main_help_tail[] =
 "      (%)                           table 3 (medians)\n"
 "      app_cpu_post_wait, app_cpu_post_overlap, app_cpu_wait_overlap\n"
 "                                    table 4 (means)\n"
+"    trig: BASE is app-wait; impl is app-wait, trig-wait or trig-compute.\n"
+"    Metrics, us a chain unless said:\n"
+"      chain_wall (mean), chain_wall_p50, app_cpu (mean), app_cpu_p50\n"
+"      app_cpu_post, app_cpu_wait    trig-wait: the posts, the wait\n"
+"      app_cpu_post_p50              trig-*: the posts' median\n"
+"      app_cpu_post, app_cpu_check,  trig-compute: the posts, the check,\n"
+"      work, done_at_check (count)   the work slice, chains done by then\n"
+"      app_cpu_post_ratio (x)        trig-wait's posts / app-wait's app_cpu\n"
+"    rndv: BASE is single; impl is single or chunked-S/C.  Metrics, per\n"
+"    size (4K, 1M, ...):\n"
+"      throughput_SIZE (MB/s)        table 1 (medians of the rounds)\n"
+"      sink_throughput_SIZE (MB/s), sink_max_inflight_SIZE (count)\n"
+"                                    table 2, with a slow receiver\n"
 "\n"
 "ENVIRONMENT\n"
 "    EMUNIC_IDLE=spin|sleep   the progress core's idle policy (--idle default)\n"
+"    EMUNIC_SINK_MBPS=M       rndv: --sink-mbps M (its first pass stays\n"
+"                             unthrottled)\n"
 "    EMUNIC_DEVICE, EMUNIC_CPU  as for every emunic program\n"
 "\n"
 "EXIT STATUS\n"
-"    0 done (whether or not targets were met); 2 bad usage; 3 a bootstrap,\n"
-"    RDMA or barrier error, reported on stderr as\n"
+"    0 done (whether or not targets were met); 2 bad usage (trig and rndv:\n"
+"    also a job of other than 2 ranks); 3 a bootstrap, RDMA, barrier or\n"
+"    wrong-data error, reported on stderr as\n"
 "    \"emunic-bench: rank R: SUBCOMMAND IMPL: CALL: ERROR\".\n"
 "\n"
 "EXAMPLES\n"
 "    emunic-run -n 2 -t 300 build/bin/emunic-bench barrier\n"
 "    emunic-run -n 4 build/bin/emunic-bench barrier --iters 100 --idle both \\\n"
 "        --csv build/bench/barrier-4.csv\n"
+"    emunic-run -n 2 -t 120 build/bin/emunic-bench trig --len 100\n"
+"    emunic-run -n 2 -t 600 build/bin/emunic-bench rndv --sink-mbps 50 \\\n"
+"        --csv build/bench/rndv.csv\n"
 "\n"
 "SEE ALSO\n"
 "    emunic-run(1), emunic-barrier (tests/bin), shared/seeds/003 (CORE-Direct\n"
-"    barrier), shared/seeds/000 (overhead and overlap)\n";
+"    barrier), shared/seeds/000 (overhead and overlap), shared/seeds/004\n"
+"    (triggered operations, chunked rendezvous)\n";
 
 static void print_help(FILE *f, const char *only);
 
@@ -1080,8 +1124,8 @@ static int usage_error(const char *cmd, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	fprintf(stderr, "\n");
 	va_end(ap);
-	fprintf(stderr, "usage: emunic-run -n N emunic-bench %s [OPTIONS]; emunic-bench %s--help\n",
-		cmd ? cmd : "SUBCOMMAND", cmd ? "barrier " : "");
+	fprintf(stderr, "usage: emunic-run -n N emunic-bench %s [OPTIONS]; emunic-bench %s%s--help\n",
+		cmd ? cmd : "SUBCOMMAND", cmd ? cmd : "", cmd ? " " : "");
 	return EXIT_USAGE;
 }
 
@@ -1111,6 +1155,143 @@ static bool parse_double(const char *s, double lo, double hi, double *out)
 	return true;
 }
 
+/* A subcommand's own options: on_opt(name, val, arg, ctx) takes each one
+ * (name without "--") and returns 0 or EXIT_USAGE. */
+typedef int (*opt_fn)(const char *cmd, const char *name, int val, const char *arg, void *ctx);
+
+/* The options every subcommand has, ending its table; --quick where listed. */
+#define OPTS_COMMON                                                                                \
+	{ "timeout-ms", required_argument, NULL, 't' }, { "csv", required_argument, NULL, 'o' }, \
+	{ "help", no_argument, NULL, 'h' }, { 0 }
+#define OPT_QUICK { "quick", no_argument, NULL, 'Q' }
+
+struct common_opts {
+	int timeout_ms;
+	const char *csv;
+	bool quick;
+};
+
+static int opt_int(const char *cmd, const char *name, const char *arg, long lo, long hi, const char *wants,
+		   int *out);
+
+/* getopt_long over argv (argv[0] the subcommand): the common options,
+ * --help, an unknown or incomplete option and a stray argument are handled
+ * here, the rest by on_opt.  0, EXIT_USAGE, or -1 for --help (printed). */
+static int parse_opts(const char *cmd, int argc, char **argv, const struct option *lo, opt_fn on_opt, void *ctx,
+		      struct common_opts *com)
+{
+	int c, r;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+:h", lo, NULL)) != -1) {
+		const char *name = NULL;
+
+		r = 0;
+		if (c == 'h') {
+			if (speaks())
+				print_help(stdout, cmd);
+			return -1;
+		}
+		if (c == ':')
+			return usage_error(cmd, "%s needs a value", argv[optind - 1]);
+		for (int i = 0; lo[i].name && !name; i++)
+			name = lo[i].val == c ? lo[i].name : NULL;
+		if (!name)
+			return usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+		if (c == 't')
+			r = opt_int(cmd, name, optarg, 1, 1000000000, "a time > 0", &com->timeout_ms);
+		else if (c == 'o')
+			com->csv = optarg;
+		else if (c == 'Q')
+			com->quick = true;
+		else
+			r = on_opt(cmd, name, c, optarg, ctx);
+		if (r)
+			return r;
+	}
+	if (optind != argc)
+		return usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	return 0;
+}
+
+/* --NAME N with lo <= N <= hi; what wants says it wants. */
+static int opt_int(const char *cmd, const char *name, const char *arg, long lo, long hi, const char *wants, int *out)
+{
+	return parse_int(arg, lo, hi, out) ? 0 : usage_error(cmd, "--%s wants %s, not '%s'", name, wants, arg);
+}
+
+static int opt_double(const char *cmd, const char *name, const char *arg, double lo, double hi, const char *wants,
+		      double *out)
+{
+	return parse_double(arg, lo, hi, out) ? 0 : usage_error(cmd, "--%s wants %s, not '%s'", name, wants, arg);
+}
+
+struct bar_parse {
+	struct bar_opts *o;
+	int warmup, sweep;
+};
+
+static int barrier_opt(const char *cmd, const char *name, int val, const char *arg, void *ctx)
+{
+	struct bar_parse *p = ctx;
+	struct bar_opts *o = p->o;
+	double pct;
+	int v, r;
+
+	switch (val) {
+	case 'k':
+		return opt_int(cmd, name, arg, 1, 10000000, "a count >= 1", &o->iters);
+	case 'w':
+		return opt_int(cmd, name, arg, 0, 10000000, "a count >= 0", &p->warmup);
+	case 'S':
+		return opt_int(cmd, name, arg, 1, 10000000, "a count >= 1", &p->sweep);
+	case 's':
+		if ((v = emunic_coll_signal_parse(arg)) < 0)
+			return usage_error(cmd, "--signal is send or write_imm, not '%s'", arg);
+		o->ca.signal = (enum emunic_coll_signal)v;
+		return 0;
+	case 'c':
+		if ((v = emunic_coll_conn_parse(arg)) < 0)
+			return usage_error(cmd, "--conn is dense or sparse, not '%s'", arg);
+		o->ca.conn = (enum emunic_coll_conn)v;
+		return 0;
+	case 'i':
+		o->nidle = 1;
+		if (!strcmp(arg, "default"))
+			o->idle[0] = EMUNIC_IDLE_DEFAULT;
+		else if (!strcmp(arg, "spin"))
+			o->idle[0] = EMUNIC_IDLE_SPIN;
+		else if (!strcmp(arg, "sleep"))
+			o->idle[0] = EMUNIC_IDLE_SLEEP;
+		else if (!strcmp(arg, "both")) {
+			o->idle[0] = EMUNIC_IDLE_SLEEP;
+			o->idle[1] = EMUNIC_IDLE_SPIN;
+			o->nidle = 2;
+		} else
+			return usage_error(cmd, "--idle is default, spin, sleep or both, not '%s'", arg);
+		return 0;
+	case 'T':
+		r = opt_double(cmd, name, arg, 0, 1000, "a percentage", &pct);
+		o->tol = pct / 100;
+		return r;
+	case 'q':
+		return opt_double(cmd, name, arg, 0.001, 1e9, "a time > 0", &o->quantum_us);
+	case 'p':
+		if (!strcmp(arg, "auto"))
+			o->ptp_spin_us = -2;
+		else if (!parse_int(arg, -1, 100000000, &o->ptp_spin_us))
+			return usage_error(cmd, "--ptp-spin-us wants auto, -1 or a time in us, not '%s'", arg);
+		return 0;
+	case 'n':
+		o->no_ptp = true;
+		return 0;
+	case 'N':
+		return opt_int(cmd, name, arg, -20, 19, "-20..19", &o->app_nice);
+	}
+	return 0;
+}
+
 /* 0, EXIT_USAGE, or -1 for --help (printed). */
 static int barrier_parse(int argc, char **argv, struct bar_opts *o)
 {
@@ -1119,100 +1300,19 @@ static int barrier_parse(int argc, char **argv, struct bar_opts *o)
 		{ "sweep-iters", required_argument, NULL, 'S' }, { "signal", required_argument, NULL, 's' },
 		{ "conn", required_argument, NULL, 'c' }, { "idle", required_argument, NULL, 'i' },
 		{ "tolerance", required_argument, NULL, 'T' }, { "quantum-us", required_argument, NULL, 'q' },
-		{ "ptp-spin-us", required_argument, NULL, 'p' }, { "timeout-ms", required_argument, NULL, 't' },
-		{ "no-ptp", no_argument, NULL, 'n' }, { "csv", required_argument, NULL, 'o' },
-		{ "app-nice", required_argument, NULL, 'N' },
-		{ "help", no_argument, NULL, 'h' }, { 0 }
+		{ "ptp-spin-us", required_argument, NULL, 'p' }, { "no-ptp", no_argument, NULL, 'n' },
+		{ "app-nice", required_argument, NULL, 'N' }, OPTS_COMMON
 	};
-	int c, v, warmup = -1, sweep = -1;
-	double pct;
+	struct bar_parse p = { .o = o, .warmup = -1, .sweep = -1 };
+	struct common_opts com = { .timeout_ms = o->timeout_ms };
+	int r = parse_opts("barrier", argc, argv, lo, barrier_opt, &p, &com);
 
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+h", lo, NULL)) != -1) {
-		switch (c) {
-		case 'k':
-			if (!parse_int(optarg, 1, 10000000, &o->iters))
-				return usage_error("barrier", "--iters wants a count >= 1, not '%s'", optarg);
-			break;
-		case 'w':
-			if (!parse_int(optarg, 0, 10000000, &warmup))
-				return usage_error("barrier", "--warmup wants a count >= 0, not '%s'", optarg);
-			break;
-		case 'S':
-			if (!parse_int(optarg, 1, 10000000, &sweep))
-				return usage_error("barrier", "--sweep-iters wants a count >= 1, not '%s'", optarg);
-			break;
-		case 's':
-			if ((v = emunic_coll_signal_parse(optarg)) < 0)
-				return usage_error("barrier", "--signal is send or write_imm, not '%s'", optarg);
-			o->ca.signal = (enum emunic_coll_signal)v;
-			break;
-		case 'c':
-			if ((v = emunic_coll_conn_parse(optarg)) < 0)
-				return usage_error("barrier", "--conn is dense or sparse, not '%s'", optarg);
-			o->ca.conn = (enum emunic_coll_conn)v;
-			break;
-		case 'i':
-			o->nidle = 1;
-			if (!strcmp(optarg, "default"))
-				o->idle[0] = EMUNIC_IDLE_DEFAULT;
-			else if (!strcmp(optarg, "spin"))
-				o->idle[0] = EMUNIC_IDLE_SPIN;
-			else if (!strcmp(optarg, "sleep"))
-				o->idle[0] = EMUNIC_IDLE_SLEEP;
-			else if (!strcmp(optarg, "both")) {
-				o->idle[0] = EMUNIC_IDLE_SLEEP;
-				o->idle[1] = EMUNIC_IDLE_SPIN;
-				o->nidle = 2;
-			} else
-				return usage_error("barrier", "--idle is default, spin, sleep or both, not '%s'", optarg);
-			break;
-		case 'T':
-			if (!parse_double(optarg, 0, 1000, &pct))
-				return usage_error("barrier", "--tolerance wants a percentage, not '%s'", optarg);
-			o->tol = pct / 100;
-			break;
-		case 'q':
-			if (!parse_double(optarg, 0.001, 1e9, &o->quantum_us))
-				return usage_error("barrier", "--quantum-us wants a time > 0, not '%s'", optarg);
-			break;
-		case 'p':
-			if (!strcmp(optarg, "auto"))
-				o->ptp_spin_us = -2;
-			else if (!parse_int(optarg, -1, 100000000, &o->ptp_spin_us))
-				return usage_error("barrier", "--ptp-spin-us wants auto, -1 or a time in us, not '%s'",
-						   optarg);
-			break;
-		case 't':
-			if (!parse_int(optarg, 1, 1000000000, &o->timeout_ms))
-				return usage_error("barrier", "--timeout-ms wants a time > 0, not '%s'", optarg);
-			o->ca.timeout_ms = o->timeout_ms;
-			break;
-		case 'n':
-			o->no_ptp = true;
-			break;
-		case 'N':
-			if (!parse_int(optarg, -20, 19, &o->app_nice))
-				return usage_error("barrier", "--app-nice wants -20..19, not '%s'", optarg);
-			break;
-		case 'o':
-			o->csv = optarg;
-			break;
-		case 'h':
-			if (speaks())
-				print_help(stdout, "barrier");
-			return -1;
-		case ':':
-			return usage_error("barrier", "%s needs a value", argv[optind - 1]);
-		default:
-			return usage_error("barrier", "unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	if (optind != argc)
-		return usage_error("barrier", "unexpected argument '%s'", argv[optind]);
-	o->warmup = warmup >= 0 ? warmup : (o->iters / 10 > 5 ? o->iters / 10 : 5);
-	o->sweep_iters = sweep > 0 ? sweep : o->iters;
+	if (r)
+		return r;
+	o->timeout_ms = o->ca.timeout_ms = com.timeout_ms;
+	o->csv = com.csv;
+	o->warmup = p.warmup >= 0 ? p.warmup : (o->iters / 10 > 5 ? o->iters / 10 : 5);
+	o->sweep_iters = p.sweep > 0 ? p.sweep : o->iters;
 	return 0;
 }
 
@@ -1250,6 +1350,1263 @@ static int barrier_main(int argc, char **argv)
 	return bench_fini(&b, r);
 }
 
+/* ==== shared by trig and rndv ================================================ */
+
+/* One device for a measurement, opened by every rank (collective). */
+static int open_dev(struct bench *b, const struct emunic_dev_attr *da, struct emunic_dev **dev, char *name,
+		    size_t len)
+{
+	int r = emunic_dev_open(b->boot, da, dev);
+
+	if (r)
+		return bench_err(b, r, "emunic_dev_open");
+	snprintf(name, len, "%s, progress core idle %s", emunic_dev_name(*dev), idle_str(emunic_dev_idle(*dev)));
+	return 0;
+}
+
+static double mean(const double *v, int n)
+{
+	double s = 0;
+
+	for (int i = 0; i < n; i++)
+		s += v[i];
+	return n > 0 ? s / n : -1;
+}
+
+/* ==== trig =================================================================== */
+
+/*
+ * trig: a chain of N puts of 8 bytes from rank 0 into a list entry of rank
+ * 1, put i + 1 starting once put i completed, driven three ways:
+ *   app-wait      the app posts put i + 1 after emunic_ct_wait on put i's
+ *                 completion counter (the app-driven chain, the baseline);
+ *   trig-wait     the app posts the whole chain as triggered puts (put i
+ *                 fires on c[i], counts its completion on c[i + 1]), starts
+ *                 it with emunic_ct_inc(c[0]) and waits on c[N];
+ *   trig-compute  the same posts, then a work slice (the nop loop, no
+ *                 emunic calls) of F x trig-wait's median chain time, then
+ *                 one check of c[N]: the app's CPU is the posts and a check.
+ * Counters are never reset: the k-th chain on them waits for k.  Rank 1 only
+ * serves; at the end it checks that every put landed, and where.
+ */
+
+#define TRIG_BASELINE "app-wait"
+#define TRIG_MAX_LEN 4096
+#define TRIG_CPU_TARGET 0.05		/* the issue's: posts <= 5% of app-driven */
+/* Idle between chains, untimed, for every kind alike: without it the
+ * posts after trig-compute's work slice pay for the host taking back the
+ * vCPU that just computed (a TCG guest has no steal-time accounting, so
+ * that counts as the app thread's CPU). */
+#define TRIG_PAUSE_US 2000
+
+enum chain_kind { CHAIN_APP_WAIT, CHAIN_TRIG_WAIT, CHAIN_TRIG_COMPUTE, NCHAIN };
+
+static const char *const chain_name[NCHAIN] = { "app-wait", "trig-wait", "trig-compute" };
+
+struct trig_opts {
+	int len, iters, warmup, timeout_ms;
+	double work_factor;		/* trig-compute's work / trig-wait's median */
+	const char *csv;
+};
+
+struct chain {
+	struct emunic_dev *dev;
+	char device[96];
+	struct emunic_qp *qp;
+	uint64_t *buf;			/* rank 0: the puts' sources; rank 1: the entry */
+	struct emunic_mr *mr;
+	struct emunic_le *le;		/* rank 1 */
+	struct emunic_ct *arrived;	/* rank 1: puts that landed in the entry */
+	struct emunic_ct **c;		/* rank 0: c[0..len] */
+	struct emunic_op *ops;		/* rank 0: put i, counted on c[i + 1] */
+	uint64_t gen0, gen;		/* chains started on c[0]; run on c[1..len] */
+	double work_us;			/* trig-compute's work slice */
+	int done_at_check;		/* trig-compute chains done when checked */
+	uint64_t chains, landed, misplaced;	/* rank 0's chains; rank 1's check, shared */
+};
+
+static int chain_open(struct bench *b, const struct trig_opts *o, struct chain *ch)
+{
+	size_t bytes = (size_t)o->len * sizeof(uint64_t);
+	struct emunic_target mine = { 0 }, all[2];
+	struct emunic_dev_attr da;
+	struct emunic_qp_attr qa;
+	int r;
+
+	emunic_dev_attr_init(&da);
+	/* A chain's triggers, and its posts, fit at once (defaults: 4096). */
+	da.trig_entries = (unsigned)o->len + 64 > 4096 ? (unsigned)o->len + 64 : 0;
+	da.ring_entries = 2 * (unsigned)o->len + 64 > 4096 ? 2 * (unsigned)o->len + 64 : 0;
+	if ((r = open_dev(b, &da, &ch->dev, ch->device, sizeof(ch->device))))
+		return r;
+	emunic_qp_attr_init(&qa);
+	qa.flags = EMUNIC_QP_TRIGGERED;
+	if ((r = emunic_qp_create(ch->dev, 1 - b->rank, &qa, &ch->qp)))
+		return bench_err(b, r, "emunic_qp_create (triggered, to rank %d)", 1 - b->rank);
+	ch->buf = aligned_alloc(4096, (bytes + 4095) & ~(size_t)4095);
+	if (!ch->buf)
+		return bench_err(b, -ENOMEM, "the chain's buffer");
+	for (int i = 0; i < o->len; i++)
+		ch->buf[i] = b->rank ? 0 : (uint64_t)i + 1;
+	if ((r = emunic_mr_reg(ch->dev, ch->buf, bytes, &ch->mr)))
+		return bench_err(b, r, "emunic_mr_reg (%zu bytes)", bytes);
+	if (b->rank == 1) {
+		struct emunic_le_attr la = { .mr = ch->mr, .addr = ch->buf, .len = bytes, .shift = 3 };
+
+		if ((r = emunic_ct_alloc(ch->dev, &ch->arrived)))
+			return bench_err(b, r, "emunic_ct_alloc (arrivals)");
+		la.ct = ch->arrived;
+		if ((r = emunic_le_create(ch->dev, &la, &ch->le)))
+			return bench_err(b, r, "emunic_le_create (%zu bytes)", bytes);
+		mine = emunic_le_target(ch->le);
+	} else {
+		ch->c = calloc((size_t)o->len + 1, sizeof(*ch->c));
+		ch->ops = calloc((size_t)o->len, sizeof(*ch->ops));
+		if (!ch->c || !ch->ops)
+			return bench_err(b, -ENOMEM, "the chain's counters");
+		for (int i = 0; i <= o->len; i++)
+			if ((r = emunic_ct_alloc(ch->dev, &ch->c[i])))
+				return bench_err(b, r, "emunic_ct_alloc (counter %d of %d)", i, o->len + 1);
+	}
+	if ((r = emunic_dev_allgather(ch->dev, &mine, sizeof(mine), all)))
+		return bench_err(b, r, "emunic_dev_allgather (rank 1's list entry)");
+	for (int i = 0; b->rank == 0 && i < o->len; i++)
+		ch->ops[i] = (struct emunic_op){ .kind = EMUNIC_OP_PUT, .qp = ch->qp, .addr = &ch->buf[i],
+						 .len = sizeof(uint64_t), .mr = ch->mr, .target = all[1],
+						 .offset = (uint64_t)i * sizeof(uint64_t), .ct = ch->c[i + 1],
+						 .user = (uint64_t)i };
+	r = emunic_qp_wait_connected(ch->qp, o->timeout_ms);
+	return r ? bench_err(b, r, "emunic_qp_wait_connected (rank %d)", 1 - b->rank) : 0;
+}
+
+static int chain_close(struct bench *b, const struct trig_opts *o, struct chain *ch)
+{
+	int r = 0, t;
+
+	if (ch->le && (t = emunic_le_destroy(ch->le)))
+		r = bench_err(b, t, "emunic_le_destroy");
+	if (ch->arrived && (t = emunic_ct_free(ch->arrived)))
+		r = r ? r : bench_err(b, t, "emunic_ct_free (arrivals)");
+	for (int i = 0; ch->c && i <= o->len; i++)
+		if (ch->c[i] && (t = emunic_ct_free(ch->c[i])))
+			r = r ? r : bench_err(b, t, "emunic_ct_free (counter %d)", i);
+	if (ch->mr && (t = emunic_mr_dereg(ch->mr)))
+		r = r ? r : bench_err(b, t, "emunic_mr_dereg");
+	if (ch->qp && (t = emunic_qp_destroy(ch->qp)))
+		r = r ? r : bench_err(b, t, "emunic_qp_destroy");
+	if (ch->dev && (t = emunic_dev_close(ch->dev)))
+		r = r ? r : bench_err(b, t, "emunic_dev_close");
+	free(ch->c);
+	free(ch->ops);
+	free(ch->buf);
+	return r;
+}
+
+/* What one chain cost: wall and the app thread's CPU, split for the
+ * triggered kinds into the posts and the wait (or the final check). */
+struct chain_sample {
+	double wall, cpu, post, wait;
+};
+
+static int chain_failed(struct bench *b, int kind, int r, const struct emunic_ct_val *v, int at)
+{
+	if (!r)
+		r = -EIO;
+	return bench_err(b, r, "%s: put %d: %s (counter success %llu, failure %llu)", chain_name[kind], at,
+			 v->failure ? "failed" : "emunic_ct_wait", (unsigned long long)v->success,
+			 (unsigned long long)v->failure);
+}
+
+static int run_app_chain(struct bench *b, const struct trig_opts *o, struct chain *ch, int kind)
+{
+	uint64_t t = ch->gen + 1;
+	struct emunic_ct_val v = { 0, 0 };
+
+	for (int i = 0; i < o->len; i++) {
+		int r = emunic_op_post(ch->dev, &ch->ops[i]);
+
+		if (r)
+			return bench_err(b, r, "%s: emunic_op_post (put %d)", chain_name[kind], i);
+		r = emunic_ct_wait(ch->c[i + 1], t, &v, o->timeout_ms);
+		if (r || v.failure)
+			return chain_failed(b, kind, r, &v, i);
+	}
+	return 0;
+}
+
+static int post_trig_chain(struct bench *b, const struct trig_opts *o, struct chain *ch, int kind)
+{
+	uint64_t *thr = malloc((size_t)o->len * sizeof(*thr));
+	int r;
+
+	if (!thr)
+		return bench_err(b, -ENOMEM, "%s: thresholds", chain_name[kind]);
+	for (int i = 0; i < o->len; i++)
+		thr[i] = i ? ch->gen + 1 : ch->gen0 + 1;
+	/* The whole chain in one post: one lock, one doorbell. */
+	r = emunic_trig_post_n(ch->dev, ch->ops, ch->c, thr, (unsigned)o->len);
+	free(thr);
+	if (r)
+		return bench_err(b, r, "%s: emunic_trig_post_n (%d puts)", chain_name[kind], o->len);
+	r = emunic_ct_inc(ch->c[0], (struct emunic_ct_val){ 1, 0 });
+	ch->gen0++;
+	return r ? bench_err(b, r, "%s: emunic_ct_inc (the start)", chain_name[kind]) : 0;
+}
+
+static int run_chain(struct bench *b, const struct trig_opts *o, struct chain *ch, int kind, uint64_t work,
+		     struct chain_sample *s)
+{
+	struct timespec pause = { 0, TRIG_PAUSE_US * 1000 };
+	struct emunic_ct_val v = { 0, 0 };
+	int64_t w0, c0, c1;
+	int r;
+
+	nanosleep(&pause, NULL);
+	w0 = mono_ns();
+	c0 = cpu_ns();
+	if (kind == CHAIN_APP_WAIT) {
+		r = run_app_chain(b, o, ch, kind);
+		c1 = cpu_ns();
+		*s = (struct chain_sample){ .wall = (double)(mono_ns() - w0), .cpu = (double)(c1 - c0), .post = -1,
+					    .wait = -1 };
+		ch->gen++;
+		return r;
+	}
+	if ((r = post_trig_chain(b, o, ch, kind)))
+		return r;
+	c1 = cpu_ns();
+	s->post = (double)(c1 - c0);
+	if (kind == CHAIN_TRIG_COMPUTE) {
+		nops(work);
+		c1 = cpu_ns();
+		/* The one look at the counter: done already, or wait for it. */
+		if (!emunic_ct_get(ch->c[o->len], &v) && v.success + v.failure >= ch->gen + 1)
+			ch->done_at_check++;
+	}
+	r = emunic_ct_wait(ch->c[o->len], ch->gen + 1, &v, o->timeout_ms);
+	s->wait = (double)(cpu_ns() - c1);
+	s->wall = (double)(mono_ns() - w0);
+	s->cpu = s->post + s->wait;
+	ch->gen++;
+	return r || v.failure ? chain_failed(b, kind, r, &v, o->len - 1) : 0;
+}
+
+static int measure_chains(struct bench *b, const struct trig_opts *o, struct chain *ch, int kind, double *v)
+{
+	double *wall = v, *cpu = v + o->iters, *post = v + 2 * o->iters, *wait = v + 3 * o->iters;
+	const char *name = chain_name[kind];
+	uint64_t work = 0;
+	struct chain_sample s;
+	int r = 0;
+
+	if (kind == CHAIN_TRIG_COMPUTE) {
+		ch->work_us = o->work_factor * bench_get(b, chain_name[CHAIN_TRIG_WAIT], "chain_wall_p50");
+		work = work_iters(b, ch->work_us * 1e3);
+	}
+	for (int i = 0; i < o->warmup && !r; i++)
+		r = run_chain(b, o, ch, kind, work, &s);
+	ch->done_at_check = 0;
+	for (int i = 0; i < o->iters && !r; i++) {
+		r = run_chain(b, o, ch, kind, work, &s);
+		wall[i] = s.wall / 1e3;
+		cpu[i] = s.cpu / 1e3;
+		post[i] = s.post / 1e3;
+		wait[i] = s.wait / 1e3;
+	}
+	if (r)
+		return r;
+	r = bench_add(b, name, "chain_wall", mean(wall, o->iters), "us");
+	r = r ? r : bench_add(b, name, "app_cpu", mean(cpu, o->iters), "us");
+	if (kind == CHAIN_TRIG_WAIT || kind == CHAIN_TRIG_COMPUTE) {
+		r = r ? r : bench_add(b, name, "app_cpu_post", mean(post, o->iters), "us");
+		r = r ? r : bench_add(b, name, kind == CHAIN_TRIG_WAIT ? "app_cpu_wait" : "app_cpu_check",
+				      mean(wait, o->iters), "us");
+	}
+	if (kind == CHAIN_TRIG_COMPUTE) {
+		r = r ? r : bench_add(b, name, "work", ch->work_us, "us");
+		r = r ? r : bench_add(b, name, "done_at_check", ch->done_at_check, "count");
+	}
+	r = r ? r : bench_add(b, name, "chain_wall_p50", median(wall, o->iters), "us");
+	r = r ? r : bench_add(b, name, "app_cpu_p50", median(cpu, o->iters), "us");
+	if (kind == CHAIN_TRIG_WAIT || kind == CHAIN_TRIG_COMPUTE)
+		r = r ? r : bench_add(b, name, "app_cpu_post_p50", median(post, o->iters), "us");
+	bench_progress(b, "[%s] chain of %d: %.1f us (median %.1f), app CPU %.1f us", name, o->len,
+		       bench_get(b, name, "chain_wall"), bench_get(b, name, "chain_wall_p50"),
+		       bench_get(b, name, "app_cpu"));
+	return r;
+}
+
+/* Rank 0 says how many chains it ran; rank 1 checks that every put landed
+ * (its entry's counter) in its place, and says so. */
+static int check_landed(struct bench *b, const struct trig_opts *o, struct chain *ch)
+{
+	uint64_t mine[2] = { ch->gen, 0 }, all[4];
+	int r = emunic_boot_allgather(b->boot, mine, sizeof(mine), all);
+
+	if (r)
+		return bench_err(b, r, "the bootstrap allgather of chains run");
+	if (b->rank == 1) {
+		uint64_t want = all[0] * (uint64_t)o->len;
+		struct emunic_ct_val v = { 0, 0 };
+
+		r = emunic_ct_wait(ch->arrived, want, &v, o->timeout_ms);
+		mine[0] = v.success;
+		for (int i = 0; i < o->len; i++)
+			mine[1] += ch->buf[i] != (uint64_t)i + 1;
+		if (r || v.failure || v.success != want || mine[1])
+			fprintf(stderr, "emunic-bench: rank 1: trig: %llu puts landed of %llu (%llu failed), %llu "
+				"entry words wrong\n", (unsigned long long)v.success, (unsigned long long)want,
+				(unsigned long long)v.failure, (unsigned long long)mine[1]);
+	}
+	if ((r = emunic_boot_allgather(b->boot, mine, sizeof(mine), all)))
+		return bench_err(b, r, "the bootstrap allgather of rank 1's check");
+	ch->chains = all[0];
+	ch->landed = all[2];
+	ch->misplaced = all[3];
+	if (ch->landed == ch->chains * (uint64_t)o->len && !ch->misplaced)
+		return 0;
+	return b->rank ? -EIO : bench_err(b, -EIO, "rank 1 saw %llu of %llu puts land, %llu entry words wrong",
+					  (unsigned long long)ch->landed,
+					  (unsigned long long)(ch->chains * (uint64_t)o->len),
+					  (unsigned long long)ch->misplaced);
+}
+
+static double trig_ratio(const struct bench *b, int kind, const char *metric, const char *base_metric)
+{
+	double v = bench_get(b, chain_name[kind], metric), base = bench_get(b, TRIG_BASELINE, base_metric);
+
+	return v >= 0 && base > 0 ? v / base : -1;
+}
+
+static void trig_report(struct bench *b, const struct trig_opts *o, const struct chain *ch)
+{
+	int missed;
+	char ctx[128];
+
+	if (b->rank != 0)
+		return;
+	printf("\nemunic-bench trig: a chain of %d puts (8 bytes, rank 0 -> a list entry of rank 1), put\n"
+	       "i + 1 started by put i's completion: driven by the app thread vs posted as triggered ops\n", o->len);
+	printf("  device       %s; %d ranks, bootstrap %s, %ld CPUs online\n", ch->device, b->size,
+	       emunic_boot_method(b->boot), sysconf(_SC_NPROCESSORS_ONLN));
+	printf("  chains       %d timed per kind after %d warm-up, %d us idle before each (untimed);\n"
+	       "               wall: the first post to the completion the app sees; CPU:\n"
+	       "               CLOCK_THREAD_CPUTIME_ID of the app thread (user + kernel), means;\n"
+	       "               all values are rank 0's\n", o->iters, o->warmup, TRIG_PAUSE_US);
+	printf("  kinds        app-wait      emunic_op_post(put i + 1) after emunic_ct_wait on put i's counter\n"
+	       "               trig-wait     emunic_trig_post_n of %d puts (put i on c[i]), emunic_ct_inc(c[0]),\n"
+	       "                             emunic_ct_wait(c[%d])\n"
+	       "               trig-compute  the same posts, then %.0f us of work (nop loop, no emunic call:\n"
+	       "                             %.1f x trig-wait's median), then one check of c[%d]\n",
+	       o->len, o->len, ch->work_us, o->work_factor, o->len);
+	printf("  rank 1       serves only; %llu of %llu puts landed in its entry, %llu words wrong\n",
+	       (unsigned long long)ch->landed, (unsigned long long)ch->chains * (unsigned long long)o->len,
+	       (unsigned long long)ch->misplaced);
+	printf("  note         under QEMU TCG absolute times mean little: compare the ratios\n");
+
+	printf("\n1. chain of %d: wall time and the app thread's CPU time, us per chain\n", o->len);
+	printf("   %-14s%11s%10s%11s%10s%12s%11s%11s\n", "kind", "wall mean", "median", "app CPU", "posts",
+	       "wait/check", "x wall", "x CPU");
+	for (int k = 0; k < NCHAIN; k++) {
+		const char *n = chain_name[k];
+
+		printf("   %-14s", n);
+		cell(bench_get(b, n, "chain_wall"), 11, "%.1f");
+		cell(bench_get(b, n, "chain_wall_p50"), 10, "%.1f");
+		cell(bench_get(b, n, "app_cpu"), 11, "%.1f");
+		cell(bench_get(b, n, "app_cpu_post"), 10, "%.1f");
+		cell(bench_get(b, n, k == CHAIN_TRIG_COMPUTE ? "app_cpu_check" : "app_cpu_wait"), 12, "%.1f");
+		cell(trig_ratio(b, k, "chain_wall_p50", "chain_wall_p50"), 11, "%.3fx");
+		cell(trig_ratio(b, k, "app_cpu", "app_cpu"), 11, "%.3fx");
+		printf("\n");
+	}
+	printf("   x wall, x CPU: over %s's (median wall, mean app CPU)\n", TRIG_BASELINE);
+	printf("   trig-compute: %d of %d chains were done when the app checked\n", ch->done_at_check, o->iters);
+
+	printf("\ntargets (reported, never asserted)\n");
+	snprintf(ctx, sizeof(ctx), "%.1f vs %.1f us/chain; medians %.3fx; trig-compute posts + check %.3fx",
+		 bench_get(b, "trig-wait", "app_cpu_post"), bench_get(b, TRIG_BASELINE, "app_cpu"),
+		 trig_ratio(b, CHAIN_TRIG_WAIT, "app_cpu_post_p50", "app_cpu_p50"),
+		 trig_ratio(b, CHAIN_TRIG_COMPUTE, "app_cpu", "app_cpu"));
+	missed = target_ratio("app CPU, triggered posts / app-driven <= 0.05x", "trig-wait",
+			      trig_ratio(b, CHAIN_TRIG_WAIT, "app_cpu_post", "app_cpu"), TRIG_CPU_TARGET, true, ctx);
+	printf("  info    wall time triggered / app-driven (median): trig-wait %.3fx, no target\n",
+	       trig_ratio(b, CHAIN_TRIG_WAIT, "chain_wall_p50", "chain_wall_p50"));
+	printf("  %d target(s) missed\n", missed);
+	bench_write_csv(b, TRIG_BASELINE);
+	fflush(stdout);
+}
+
+static const char trig_help[] =
+"  trig [OPTIONS]  (2 ranks)\n"
+"    A chain of N puts of 8 bytes from rank 0 into a list entry of rank 1,\n"
+"    put i + 1 started by put i's completion, driven three ways:\n"
+"      app-wait      the app posts put i + 1 (emunic_op_post) after waiting\n"
+"                    (emunic_ct_wait) on put i's completion counter;\n"
+"      trig-wait     the app posts the chain as triggered puts (put i fires\n"
+"                    on counter c[i], counts on c[i + 1]), starts it with\n"
+"                    emunic_ct_inc(c[0]) and waits on c[N];\n"
+"      trig-compute  the same posts, then work (a nop loop, no emunic calls)\n"
+"                    of F x trig-wait's median chain time, then one check\n"
+"                    of c[N]: the app thread's CPU is the posts only.\n"
+"    Measures per chain the wall time (mean, median) and the app thread's\n"
+"    CPU time (CLOCK_THREAD_CPUTIME_ID), for the triggered kinds split into\n"
+"    the posts and the wait (or check); ratios to app-wait.  Target: the\n"
+"    posts of a triggered chain cost the app <= 5% of the CPU of an\n"
+"    app-driven chain.  Rank 1 only serves, then checks every put landed.\n"
+"\n"
+"    --len N            puts in the chain (default 100, at most 4096)\n"
+"    --iters K          timed chains per kind (default 50)\n"
+"    --warmup W         untimed chains per kind first (default 5)\n"
+"    --work-factor F    trig-compute's work, x trig-wait's median chain\n"
+"                       time (default 2)\n"
+"    --timeout-ms MS    bound on every connect and wait (default 60000)\n"
+"    --quick            a short run, for tests: 5 chains, 1 warm-up\n"
+"    --csv FILE         rank 0 writes every result to FILE (see CSV)\n";
+
+struct trig_parse {
+	struct trig_opts *o;
+	int iters, warmup;
+};
+
+static int trig_opt(const char *cmd, const char *name, int val, const char *arg, void *ctx)
+{
+	struct trig_parse *p = ctx;
+
+	switch (val) {
+	case 'l':
+		return opt_int(cmd, name, arg, 1, TRIG_MAX_LEN, "1..4096", &p->o->len);
+	case 'k':
+		return opt_int(cmd, name, arg, 1, 1000000, "a count >= 1", &p->iters);
+	case 'w':
+		return opt_int(cmd, name, arg, 0, 1000000, "a count >= 0", &p->warmup);
+	case 'f':
+		return opt_double(cmd, name, arg, 0, 1000, "0..1000", &p->o->work_factor);
+	}
+	return 0;
+}
+
+/* 0, EXIT_USAGE, or -1 for --help (printed). */
+static int trig_parse(int argc, char **argv, struct trig_opts *o)
+{
+	static const struct option lo[] = {
+		{ "len", required_argument, NULL, 'l' }, { "iters", required_argument, NULL, 'k' },
+		{ "warmup", required_argument, NULL, 'w' }, { "work-factor", required_argument, NULL, 'f' },
+		OPT_QUICK, OPTS_COMMON
+	};
+	struct trig_parse p = { .o = o, .warmup = -1 };
+	struct common_opts com = { .timeout_ms = o->timeout_ms };
+	int r = parse_opts("trig", argc, argv, lo, trig_opt, &p, &com);
+
+	if (r)
+		return r;
+	o->timeout_ms = com.timeout_ms;
+	o->csv = com.csv;
+	o->iters = p.iters ? p.iters : com.quick ? 5 : 50;
+	o->warmup = p.warmup >= 0 ? p.warmup : com.quick ? 1 : 5;
+	return 0;
+}
+
+static int trig_main(int argc, char **argv)
+{
+	struct trig_opts o = { .len = 100, .timeout_ms = 60000, .work_factor = 2 };
+	struct chain ch = { 0 };
+	struct bench b = { 0 };
+	double *samp = NULL;
+	int r = trig_parse(argc, argv, &o), t;
+
+	if (r)
+		return r < 0 ? 0 : r;
+	r = bench_init(&b, "trig", o.csv);
+	r = r ? r : bench_two_ranks(&b);
+	r = r ? r : bench_calibrate(&b);
+	if (r)
+		return bench_fini(&b, r);
+	bench_progress(&b, "chain of %d puts, %d chains per kind, work loop %.3f ns/iteration", o.len, o.iters,
+		       b.ns_per_iter);
+	samp = calloc(4 * (size_t)o.iters, sizeof(*samp));
+	r = samp ? chain_open(&b, &o, &ch) : bench_err(&b, -ENOMEM, "samples");
+	for (int k = 0; k < NCHAIN && !r && b.rank == 0; k++)
+		r = measure_chains(&b, &o, &ch, k, samp);
+	if (!r && b.rank == 0)
+		r = bench_add(&b, "trig-wait", "app_cpu_post_ratio",
+			      trig_ratio(&b, CHAIN_TRIG_WAIT, "app_cpu_post", "app_cpu"), "x");
+	r = r ? r : check_landed(&b, &o, &ch);
+	t = chain_close(&b, &o, &ch);
+	r = r ? r : t;
+	if (!r)
+		trig_report(&b, &o, &ch);
+	free(samp);
+	return bench_fini(&b, r);
+}
+
+/* ==== rndv =================================================================== */
+
+/*
+ * rndv: throughput of the chunked receiver-driven rendezvous (engines/rndv)
+ * against one get a message, by message size.  Rank 0 sends, rank 1
+ * receives.  Every variant has its own endpoint (emunic_rndv_create,
+ * collective), all made first, so that the variants take turns size by size
+ * and round by round and drift in the machine's speed (a shared host, TCG)
+ * falls on all of them alike.  A size: for each variant one untimed message
+ * whose data rank 1 checks; then R rounds, in each of which every variant in
+ * turn has K / R receives posted (the expected case), one bootstrap barrier,
+ * the sends from rank 0; a round's throughput = its bytes / rank 1's time
+ * from posting the first receive to seeing the last complete, and a point's
+ * the median of its rounds.  With a slow receiver (--sink-mbps: the
+ * receiver's device drains fetched data at that rate), the same again with
+ * rank 1's trace on, from which the largest number of one message's gets in
+ * flight (EMUNIC_TR_ISSUE to EMUNIC_TR_DONE, grouped by the op's user, the
+ * request) is taken.
+ */
+
+#define RV_BASELINE "single"
+#define RV_MAX_SIZES 16
+#define RV_MAX_VARIANTS 9		/* single + 8 chunked */
+#define RV_MAX_SIZE ((size_t)256 << 20)
+#define RV_MAX_ITERS 200		/* within the endpoint's max_sends */
+#define RV_MAX_ROUNDS 50
+#define RV_TARGET 0.9			/* chunked / single, sizes >= 1 MiB */
+#define RV_TARGET_FROM ((size_t)1 << 20)
+#define RV_TAG_CHECK 1
+#define RV_TAG_TIMED 2
+
+struct rv_variant {
+	char name[40];			/* "single", "chunked-64K/4" */
+	const char *label;		/* "single", "64K/4" */
+	size_t chunk;			/* SIZE_MAX: one get */
+	unsigned credits;
+};
+
+struct rv_opts {
+	size_t sizes[RV_MAX_SIZES];
+	int nsizes;
+	struct rv_variant v[RV_MAX_VARIANTS];
+	int nv;
+	int iters;			/* 0: by size */
+	int rounds;
+	unsigned sink_mbps;		/* 0: no slow-receiver pass */
+	const char *sink_from;		/* "--sink-mbps" or "EMUNIC_SINK_MBPS" */
+	int timeout_ms;
+	size_t first;			/* the endpoint's, for the number of gets */
+	const char *csv;
+};
+
+/* What rank 1 saw at one point, shared with rank 0. */
+struct rv_res {
+	double mbps;
+	int32_t max_inflight;		/* sink pass: the most gets of one message in flight */
+	int32_t expected;		/* timed receives matched as expected */
+	int32_t err;			/* 0, or rank 1 failed here (and said why) */
+};
+
+struct rv_info {
+	char device[96];
+	int expected, timed;		/* over every timed receive */
+	bool trace_short;		/* the trace may have dropped records */
+};
+
+static void size_str(char *buf, size_t len, size_t v)
+{
+	if (v >= ((size_t)1 << 20) && !(v & (((size_t)1 << 20) - 1)))
+		snprintf(buf, len, "%zuM", v >> 20);
+	else if (v >= 1024 && !(v & 1023))
+		snprintf(buf, len, "%zuK", v >> 10);
+	else
+		snprintf(buf, len, "%zu", v);
+}
+
+/* K for a size: about `budget` bytes a point, within [lo, hi]; in rounds
+ * of *per messages (K rounded up to a multiple of the rounds). */
+static int rv_iters(const struct rv_opts *o, size_t size, bool sink, int *rounds, int *per)
+{
+	size_t budget = sink ? (size_t)16 << 20 : (size_t)64 << 20, k = budget / size;
+	int lo = sink ? 3 : 5, hi = sink ? 10 : 50, n;
+
+	n = o->iters ? o->iters : k < (size_t)lo ? lo : k > (size_t)hi ? hi : (int)k;
+	*rounds = o->rounds < n ? o->rounds : n;
+	*per = (n + *rounds - 1) / *rounds;
+	return *rounds * *per;
+}
+
+static uint64_t rv_ngets(const struct rv_opts *o, const struct rv_variant *v, size_t size)
+{
+	if (size <= o->first)
+		return 0;
+	return v->chunk == SIZE_MAX ? 1 : (size - o->first + v->chunk - 1) / v->chunk;
+}
+
+/* Rank 0's source and rank 1's destination, and what rank 1 expects. */
+struct rv_bufs {
+	char *buf, *ref;
+	size_t len;
+};
+
+static unsigned char rv_pattern(size_t i)
+{
+	return (unsigned char)(i * 131 + (i >> 8) * 7 + (i >> 16) * 3 + 1);
+}
+
+static int rv_bufs_alloc(struct bench *b, const struct rv_opts *o, struct rv_bufs *bf)
+{
+	for (int i = 0; i < o->nsizes; i++)
+		bf->len = o->sizes[i] > bf->len ? o->sizes[i] : bf->len;
+	bf->len = (bf->len + 4095) & ~(size_t)4095;
+	bf->buf = aligned_alloc(4096, bf->len);
+	bf->ref = b->rank == 1 ? aligned_alloc(4096, bf->len) : bf->buf;
+	if (!bf->buf || !bf->ref)
+		return bench_err(b, -ENOMEM, "buffers of %zu bytes", bf->len);
+	for (size_t i = 0; i < bf->len; i++)
+		bf->ref[i] = (char)rv_pattern(i);
+	return 0;
+}
+
+static void rv_bufs_free(struct rv_bufs *bf)
+{
+	if (bf->ref != bf->buf)
+		free(bf->ref);
+	free(bf->buf);
+}
+
+/* ---- the trace: gets in flight per message --------------------------------- */
+
+struct inflight {
+	uint64_t user;
+	int cur, max;
+};
+
+/* Reads rank 1's trace since the last read; the largest number of one
+ * request's gets between EMUNIC_TR_ISSUE and EMUNIC_TR_DONE at once. */
+static int rv_trace_inflight(struct bench *b, struct emunic_dev *dev, struct rv_res *res)
+{
+	struct emunic_trace_rec rec[512];
+	struct inflight *fl = NULL;
+	int nfl = 0, cap = 0, n;
+
+	res->max_inflight = 0;
+	while ((n = emunic_trace_read(dev, rec, 512)) > 0) {
+		for (int i = 0; i < n; i++) {
+			struct inflight *f = NULL;
+
+			if (rec[i].op != EMUNIC_OP_GET || (rec[i].what != EMUNIC_TR_ISSUE && rec[i].what != EMUNIC_TR_DONE))
+				continue;
+			for (int j = 0; j < nfl && !f; j++)
+				f = fl[j].user == rec[i].user ? &fl[j] : NULL;
+			if (!f) {
+				if (nfl == cap) {
+					struct inflight *g = realloc(fl, (size_t)(cap = cap ? 2 * cap : 64) * sizeof(*g));
+
+					if (!g) {
+						free(fl);
+						return bench_err(b, -ENOMEM, "reading the trace");
+					}
+					fl = g;
+				}
+				f = &fl[nfl++];
+				*f = (struct inflight){ .user = rec[i].user };
+			}
+			if (rec[i].what == EMUNIC_TR_ISSUE) {
+				f->max = ++f->cur > f->max ? f->cur : f->max;
+				res->max_inflight = f->max > res->max_inflight ? f->max : res->max_inflight;
+			} else if (f->cur > 0) {
+				f->cur--;
+			}
+		}
+	}
+	free(fl);
+	return n < 0 ? bench_err(b, n, "emunic_trace_read") : 0;
+}
+
+/* ---- one point ---------------------------------------------------------------- */
+
+static int rv_status(struct bench *b, const char *what, const struct rv_variant *v, size_t size, int r,
+		     const struct emunic_status *st)
+{
+	char sz[24];
+
+	size_str(sz, sizeof(sz), size);
+	if (r)
+		return bench_err(b, r, "%s %s, %s bytes: emunic_wait", v->name, what, sz);
+	if (st->error || st->len != size || st->total != size)
+		return bench_err(b, st->error ? st->error : -EIO, "%s %s, %s bytes: completed with error %d, %zu "
+				 "bytes delivered of %zu sent (want %zu)", v->name, what, sz, st->error, st->len, st->total,
+				 size);
+	return 0;
+}
+
+/* k messages of size: rank 1 posts the receives first, then both meet in a
+ * bootstrap barrier, then rank 0 sends; each side waits for all of them. */
+static int rv_batch(struct bench *b, const struct rv_opts *o, struct emunic_rndv *rv, const struct rv_variant *v,
+		    struct rv_bufs *bf, size_t size, int k, int tag)
+{
+	const char *what = tag == RV_TAG_CHECK ? "checked message" : "timed message";
+	struct emunic_req **q = calloc((size_t)k, sizeof(*q));
+	int r = q ? 0 : bench_err(b, -ENOMEM, "requests"), posted = 0, t;
+
+	for (; b->rank == 1 && posted < k && !r; posted++)
+		if ((r = emunic_irecv(rv, bf->buf, size, 0, tag, &q[posted])))
+			r = bench_err(b, r, "%s: emunic_irecv (%zu bytes)", v->name, size);
+	if ((t = emunic_boot_barrier(b->boot)))
+		r = r ? r : bench_err(b, t, "%s: the bootstrap barrier before the sends", v->name);
+	for (; b->rank == 0 && posted < k && !r; posted++)
+		if ((r = emunic_isend(rv, bf->buf, size, 1, tag, &q[posted])))
+			r = bench_err(b, r, "%s: emunic_isend (%zu bytes)", v->name, size);
+	for (int i = 0; i < posted; i++) {
+		struct emunic_status st;
+
+		t = emunic_wait(q[i], &st, o->timeout_ms);
+		t = rv_status(b, b->rank ? what : "send", v, size, t, &st);
+		r = r ? r : t;
+		/* A request that did not complete stays: the endpoint will
+		 * not be destroyed, and the run ends. */
+		if (!t && (t = emunic_req_free(q[i])))
+			r = r ? r : bench_err(b, t, "%s: emunic_req_free", v->name);
+	}
+	free(q);
+	return r;
+}
+
+/* Every batch ends here on both ranks, so a failure on one ends both;
+ * *out is rank 1's. */
+static int rv_share(struct bench *b, struct rv_res *mine, int r, struct rv_res *out)
+{
+	struct rv_res all[2];
+
+	mine->err = r != 0;
+	if ((r = emunic_boot_allgather(b->boot, mine, sizeof(*mine), all)))
+		return bench_err(b, r, "the bootstrap allgather of a batch's result");
+	if (all[0].err || all[1].err)
+		return -EIO;
+	*out = all[1];
+	return 0;
+}
+
+/* Rank 1: the checked message's data, against the pattern. */
+static int rv_verify(struct bench *b, const struct rv_variant *v, const struct rv_bufs *bf, size_t size)
+{
+	size_t at = 0;
+
+	if (!memcmp(bf->buf, bf->ref, size))
+		return 0;
+	while (bf->buf[at] == bf->ref[at])
+		at++;
+	return bench_err(b, -EIO, "%s: %zu-byte message: wrong data from byte %zu on (0x%02x, want 0x%02x)", v->name,
+			 size, at, (unsigned char)bf->buf[at], (unsigned char)bf->ref[at]);
+}
+
+/* One batch of one variant: the untimed message whose data rank 1 checks,
+ * or a timed round.  Rank 1's throughput and receives matched expected;
+ * with the trace on, the most gets of one message in flight. */
+static int rv_round(struct bench *b, const struct rv_opts *o, struct emunic_dev *dev, struct emunic_rndv *rv,
+		    const struct rv_variant *v, struct rv_bufs *bf, size_t size, int k, bool check, bool sink,
+		    struct rv_res *out)
+{
+	struct rv_res mine = { .mbps = -1 };
+	struct emunic_rndv_stats s0, s1;
+	int64_t t0;
+	int r;
+
+	if (check && b->rank == 1)
+		memset(bf->buf, 0, size);
+	r = emunic_rndv_stats(rv, &s0);
+	t0 = mono_ns();
+	r = r ? r : rv_batch(b, o, rv, v, bf, size, k, check ? RV_TAG_CHECK : RV_TAG_TIMED);
+	if (!r && b->rank == 1) {
+		mine.mbps = (double)size * k / ((double)(mono_ns() - t0) / 1e9) / 1e6;
+		r = emunic_rndv_stats(rv, &s1);
+		mine.expected = (int32_t)(s1.expected - s0.expected);
+		if (!r && check)
+			r = rv_verify(b, v, bf, size);
+		if (!r && sink)
+			r = rv_trace_inflight(b, dev, &mine);
+	}
+	return rv_share(b, &mine, r, out);
+}
+
+/* ---- a size, then a pass: every size, on a device of its own ------------------ */
+
+static void rv_metric(char *buf, size_t len, const char *prefix, size_t size)
+{
+	char sz[24];
+
+	size_str(sz, sizeof(sz), size);
+	snprintf(buf, len, "%s_%s", prefix, sz);
+}
+
+/* A point: the median of its rounds (sorted here), and the most in flight. */
+static int rv_record(struct bench *b, const struct rv_opts *o, const struct rv_variant *v, size_t size, bool sink,
+		     double *rounds, int n, int inflight)
+{
+	double mbps = median(rounds, n);
+	char m[64], sz[24];
+	int r;
+
+	rv_metric(m, sizeof(m), sink ? "sink_throughput" : "throughput", size);
+	r = bench_add(b, v->name, m, mbps, "MB/s");
+	if (!r && sink) {
+		rv_metric(m, sizeof(m), "sink_max_inflight", size);
+		r = bench_add(b, v->name, m, inflight, "count");
+	}
+	size_str(sz, sizeof(sz), size);
+	if (sink)
+		bench_progress(b, "[sink %u MB/s] %-14s %6s: %.1f MB/s (rounds %.1f .. %.1f), at most %d gets of a "
+			       "message in flight", o->sink_mbps, v->name, sz, mbps, rounds[0], rounds[n - 1], inflight);
+	else
+		bench_progress(b, "%-14s %6s: %.1f MB/s (rounds %.1f .. %.1f)", v->name, sz, mbps, rounds[0],
+			       rounds[n - 1]);
+	return r;
+}
+
+static int rv_size(struct bench *b, const struct rv_opts *o, struct emunic_dev *dev, struct emunic_rndv **rv,
+		   struct rv_bufs *bf, size_t size, bool sink, struct rv_info *info)
+{
+	double mbps[RV_MAX_VARIANTS][RV_MAX_ROUNDS];
+	int inflight[RV_MAX_VARIANTS] = { 0 }, rounds, per, r = 0;
+
+	rv_iters(o, size, sink, &rounds, &per);
+	/* Round -1: each variant's checked message. */
+	for (int k = -1; k < rounds && !r; k++)
+		for (int i = 0; i < o->nv && !r; i++) {
+			struct rv_res res = { 0 };
+
+			r = rv_round(b, o, dev, rv[i], &o->v[i], bf, size, k < 0 ? 1 : per, k < 0, sink, &res);
+			inflight[i] = res.max_inflight > inflight[i] ? res.max_inflight : inflight[i];
+			if (k < 0)
+				continue;
+			mbps[i][k] = res.mbps;
+			info->expected += res.expected;
+			info->timed += per;
+		}
+	for (int i = 0; i < o->nv && !r; i++)
+		r = rv_record(b, o, &o->v[i], size, sink, mbps[i], rounds, inflight[i]);
+	return r;
+}
+
+/* Records a trace ring of one batch's gets needs (3 records each, and the
+ * credit puts). */
+static unsigned rv_trace_entries(const struct rv_opts *o, bool *short_)
+{
+	uint64_t need = 4096;
+
+	for (int s = 0; s < o->nsizes; s++)
+		for (int i = 0; i < o->nv; i++) {
+			int rounds, per;
+			uint64_t n;
+
+			rv_iters(o, o->sizes[s], true, &rounds, &per);
+			n = 3 * (uint64_t)(per > o->nv ? per : o->nv) * (rv_ngets(o, &o->v[i], o->sizes[s]) + 2) + 4096;
+			need = n > need ? n : need;
+		}
+	*short_ = need > (1u << 22);
+	return need > (1u << 22) ? 1u << 22 : (unsigned)need;
+}
+
+static int rv_pass(struct bench *b, const struct rv_opts *o, bool sink, struct rv_bufs *bf, struct rv_info *info)
+{
+	struct emunic_rndv *rv[RV_MAX_VARIANTS] = { 0 };
+	struct emunic_dev_attr da;
+	struct emunic_dev *dev = NULL;
+	int r, t;
+
+	emunic_dev_attr_init(&da);
+	da.trig_entries = 16384;
+	if (sink && b->rank == 1)
+		da.sink_mbps = o->sink_mbps;
+	if ((r = open_dev(b, &da, &dev, info->device, sizeof(info->device))))
+		return r;
+	if (sink && b->rank == 1 && (r = emunic_trace_start(dev, rv_trace_entries(o, &info->trace_short))))
+		r = bench_err(b, r, "emunic_trace_start");
+	for (int i = 0; i < o->nv && !r; i++) {
+		struct emunic_rndv_attr ra;
+
+		emunic_rndv_attr_init(&ra);
+		ra.chunk = o->v[i].chunk;
+		ra.credits = o->v[i].credits;
+		ra.connect_timeout_ms = o->timeout_ms;
+		if ((r = emunic_rndv_create(dev, &ra, &rv[i])))
+			r = bench_err(b, r, "%s: emunic_rndv_create", o->v[i].name);
+	}
+	for (int s = 0; s < o->nsizes && !r; s++)
+		r = rv_size(b, o, dev, rv, bf, o->sizes[s], sink, info);
+	/* After a failure requests may be live: leave the endpoints. */
+	for (int i = 0; i < o->nv && !r; i++)
+		if ((r = emunic_rndv_destroy(rv[i])))
+			r = bench_err(b, r, "%s: emunic_rndv_destroy", o->v[i].name);
+	if (!r && (t = emunic_dev_close(dev)))
+		r = bench_err(b, t, "emunic_dev_close");
+	return r;
+}
+
+/* ---- the report (rank 0) ------------------------------------------------------- */
+
+static double rv_value(const struct bench *b, const struct rv_variant *v, const char *prefix, size_t size)
+{
+	char m[64];
+
+	rv_metric(m, sizeof(m), prefix, size);
+	return bench_get(b, v->name, m);
+}
+
+static double rv_ratio(const struct bench *b, const struct rv_opts *o, int i, size_t size)
+{
+	double x = rv_value(b, &o->v[i], "throughput", size), base = rv_value(b, &o->v[0], "throughput", size);
+
+	return x >= 0 && base > 0 ? x / base : -1;
+}
+
+static void rv_size_cells(const struct rv_opts *o, size_t size, bool sink)
+{
+	char sz[24];
+
+	size_str(sz, sizeof(sz), size);
+	int rounds, per;
+
+	printf("   %-6s%4d", sz, rv_iters(o, size, sink, &rounds, &per));
+}
+
+static void rv_print_throughput(const struct bench *b, const struct rv_opts *o)
+{
+	bool marked = false;
+
+	printf("\n1. throughput, MB/s (10^6 bytes/s); x single: chunked / single\n");
+	printf("   %-6s%4s%10s", "size", "K", "single");
+	for (int i = 1; i < o->nv; i++)
+		printf("%10s%10s", o->v[i].label, "x single");
+	printf("\n");
+	for (int s = 0; s < o->nsizes; s++) {
+		size_t size = o->sizes[s];
+
+		rv_size_cells(o, size, false);
+		cell(rv_value(b, &o->v[0], "throughput", size), 10, "%.1f");
+		for (int i = 1; i < o->nv; i++) {
+			double x = rv_ratio(b, o, i, size);
+			bool low = size >= RV_TARGET_FROM && x >= 0 && x < RV_TARGET;
+
+			cell(rv_value(b, &o->v[i], "throughput", size), 10, "%.1f");
+			cell(x, 9, "%.2fx");
+			printf("%s", low ? "*" : i + 1 < o->nv ? " " : "");
+			marked = marked || low;
+		}
+		printf("\n");
+	}
+	if (marked)
+		printf("   *: below the %.1fx target (sizes >= 1M)\n", RV_TARGET);
+}
+
+static void rv_print_sink(const struct bench *b, const struct rv_opts *o)
+{
+	printf("\n2. slow receiver: rank 1's device drains fetched data at %u MB/s (emunic_dev_attr.sink_mbps,\n"
+	       "   from %s); MB/s achieved, and the most gets of one message in flight at once\n"
+	       "   (rank 1's trace: EMUNIC_TR_ISSUE to EMUNIC_TR_DONE, by request; checked messages\n"
+	       "   too); K = 16 MiB / size within [3, 10] unless --iters\n", o->sink_mbps, o->sink_from);
+	printf("   %-6s%4s", "size", "K");
+	for (int i = 0; i < o->nv; i++)
+		printf("%10s%10s", o->v[i].label, "in flight");
+	printf("\n");
+	for (int s = 0; s < o->nsizes; s++) {
+		rv_size_cells(o, o->sizes[s], true);
+		for (int i = 0; i < o->nv; i++) {
+			cell(rv_value(b, &o->v[i], "sink_throughput", o->sizes[s]), 10, "%.1f");
+			cell(rv_value(b, &o->v[i], "sink_max_inflight", o->sizes[s]), 10, "%.0f");
+		}
+		printf("\n");
+	}
+}
+
+static void rv_print_targets(const struct bench *b, const struct rv_opts *o)
+{
+	int missed = 0;
+
+	printf("\ntargets (reported, never asserted)\n");
+	for (int i = 1; i < o->nv; i++) {
+		double worst = -1;
+		size_t at = 0;
+		char ctx[64], sz[24];
+
+		for (int s = 0; s < o->nsizes; s++) {
+			double x = rv_ratio(b, o, i, o->sizes[s]);
+
+			if (o->sizes[s] >= RV_TARGET_FROM && x >= 0 && (worst < 0 || x < worst)) {
+				worst = x;
+				at = o->sizes[s];
+			}
+		}
+		size_str(sz, sizeof(sz), at);
+		snprintf(ctx, sizeof(ctx), "the lowest, at %s", sz);
+		missed += target_ratio("chunked / single >= 0.9x, sizes >= 1M", o->v[i].label, worst, RV_TARGET, false,
+				       worst >= 0 ? ctx : NULL);
+	}
+	if (o->sink_mbps) {
+		for (int i = 0; i < o->nv; i++) {
+			unsigned limit = o->v[i].chunk == SIZE_MAX ? 1 : o->v[i].credits;
+			int most = 0;
+
+			for (int s = 0; s < o->nsizes; s++) {
+				double x = rv_value(b, &o->v[i], "sink_max_inflight", o->sizes[s]);
+
+				most = x > most ? (int)x : most;
+			}
+			printf("  %-7s %-42s %-9s %d (limit %u)\n", most <= (int)limit ? "ok" : "WRONG",
+			       "gets in flight a message, slow receiver", o->v[i].label, most, limit);
+		}
+	}
+	printf("  %d target(s) missed\n", missed);
+}
+
+static void rv_report(struct bench *b, const struct rv_opts *o, const struct rv_info *info)
+{
+	char first[24];
+
+	if (b->rank != 0)
+		return;
+	size_str(first, sizeof(first), o->first);
+	printf("\nemunic-bench rndv: chunked receiver-driven rendezvous (engines/rndv) vs one get a message\n");
+	printf("  device       %s; %d ranks, bootstrap %s, %ld CPUs online\n", info->device, b->size,
+	       emunic_boot_method(b->boot), sysconf(_SC_NPROCESSORS_ONLN));
+	printf("  roles        rank 0 sends, rank 1 receives; the first %s bytes travel with the header,\n"
+	       "               the rest is fetched by rank 1's gets\n", first);
+	printf("  variants     single: one get (chunk SIZE_MAX, credits 1); s/c: chunked, gets of s bytes,\n"
+	       "               at most c in flight; an endpoint each (emunic_rndv_create)\n");
+	printf("  a size       each variant: one untimed message, its data checked; then %d rounds, each\n"
+	       "               variant in turn: K / %d receives posted, one bootstrap barrier, the\n"
+	       "               sends; a round's throughput = its bytes / rank 1's time from posting the\n"
+	       "               first receive to the last completion; a point's: the median of its\n"
+	       "               rounds; K = 64 MiB / size within [5, 50] unless --iters, rounded up to\n"
+	       "               a multiple of the rounds; %d of %d timed receives matched expected\n",
+	       o->rounds, o->rounds, info->expected, info->timed);
+	if (info->trace_short)
+		printf("  note         the trace ring is capped: in-flight counts may miss records\n");
+	printf("  note         under QEMU TCG absolute rates mean little: compare the ratios\n");
+	rv_print_throughput(b, o);
+	if (o->sink_mbps)
+		rv_print_sink(b, o);
+	rv_print_targets(b, o);
+	bench_write_csv(b, RV_BASELINE);
+	fflush(stdout);
+}
+
+/* ---- options -------------------------------------------------------------------- */
+
+static const char rndv_help[] =
+"  rndv [OPTIONS]  (2 ranks)\n"
+"    Throughput of the chunked receiver-driven rendezvous against one get a\n"
+"    message, by message size.  Rank 0 sends, rank 1 receives.  Every\n"
+"    variant has an endpoint; they take turns size by size and round by\n"
+"    round.  A size: for each variant one untimed message whose data is\n"
+"    checked; then R rounds, in each every variant in turn has K / R\n"
+"    receives posted (the expected case), one bootstrap barrier, the sends;\n"
+"    a round's throughput = its bytes / rank 1's time from posting the first\n"
+"    receive to the last completion, in MB/s (10^6 bytes/s); a point's, the\n"
+"    median of its rounds.\n"
+"    One table: a row a size, a column a variant, and chunked / single for\n"
+"    each chunked one; ratios below the target (0.9x at >= 1 MiB) are\n"
+"    marked.  With a slow receiver (--sink-mbps), a second pass with rank\n"
+"    1's device draining fetched data at M MB/s and its trace on: the\n"
+"    throughput achieved and the most gets of one message in flight at\n"
+"    once (single: 1; chunked: at most c).\n"
+"\n"
+"    --sizes LIST       message sizes, bytes with an optional K, M or G\n"
+"                       (default 4K,16K,64K,256K,1M,4M,16M; at most 256M)\n"
+"    --chunks LIST      chunked variants s/c: gets of s bytes (a power of\n"
+"                       two), at most c in flight (default\n"
+"                       64K/2,64K/4,256K/4,1M/2); single always runs\n"
+"    --iters K          messages per point (default 64 MiB / size within\n"
+"                       [5, 50]; with a slow receiver 16 MiB / size within\n"
+"                       [3, 10]); at most 200\n"
+"    --rounds R         rounds a point (default 3, at most K)\n"
+"    --sink-mbps M      also run with a slow receiver of M MB/s (default\n"
+"                       $EMUNIC_SINK_MBPS, else not; the first pass is\n"
+"                       always unthrottled)\n"
+"    --timeout-ms MS    bound on every connect and wait (default 120000)\n"
+"    --quick            a short run, for tests: sizes 64K,1M,4M, 3\n"
+"                       messages a point (3 rounds), variants single and\n"
+"                       64K/4\n"
+"    --csv FILE         rank 0 writes every result to FILE (see CSV)\n";
+
+/* bytes with an optional K, M or G; 0 when not a size in [1, RV_MAX_SIZE]. */
+static size_t parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return 0;
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	if (shift)
+		end++;
+	if (*end || v == 0 || v > (RV_MAX_SIZE >> shift))
+		return 0;
+	return (size_t)v << shift;
+}
+
+static void rv_variant_set(struct rv_variant *v, size_t chunk, unsigned credits)
+{
+	char sz[24];
+
+	v->chunk = chunk;
+	v->credits = credits;
+	if (chunk == SIZE_MAX) {
+		snprintf(v->name, sizeof(v->name), "single");
+	} else {
+		size_str(sz, sizeof(sz), chunk);
+		snprintf(v->name, sizeof(v->name), "chunked-%s/%u", sz, credits);
+	}
+	v->label = chunk == SIZE_MAX ? v->name : v->name + strlen("chunked-");
+}
+
+/* Calls item on each comma-separated piece of list; false at the first it refuses. */
+static bool each_item(const char *list, bool (*item)(struct rv_opts *, const char *), struct rv_opts *o)
+{
+	char *copy = strdup(list), *save = NULL;
+	bool ok = copy && *copy;
+
+	for (char *t = ok ? strtok_r(copy, ",", &save) : NULL; t && ok; t = strtok_r(NULL, ",", &save))
+		ok = item(o, t);
+	free(copy);
+	return ok;
+}
+
+static bool add_size(struct rv_opts *o, const char *s)
+{
+	size_t v = parse_size(s);
+
+	if (!v || o->nsizes == RV_MAX_SIZES)
+		return false;
+	o->sizes[o->nsizes++] = v;
+	return true;
+}
+
+static bool add_variant(struct rv_opts *o, const char *s)
+{
+	const char *slash = strchr(s, '/');
+	char sz[32];
+	size_t chunk;
+	int credits;
+
+	if (!slash || slash == s || (size_t)(slash - s) >= sizeof(sz) || o->nv == RV_MAX_VARIANTS)
+		return false;
+	memcpy(sz, s, (size_t)(slash - s));
+	sz[slash - s] = 0;
+	chunk = parse_size(sz);
+	if (!chunk || (chunk & (chunk - 1)) || !parse_int(slash + 1, 1, 4096, &credits))
+		return false;
+	rv_variant_set(&o->v[o->nv++], chunk, (unsigned)credits);
+	return true;
+}
+
+/* The engine fetches at most 65536 chunks of a message. */
+static int rv_check(const struct rv_opts *o)
+{
+	for (int i = 1; i < o->nv; i++)
+		for (int s = 0; s < o->nsizes; s++)
+			if (rv_ngets(o, &o->v[i], o->sizes[s]) > 65536)
+				return usage_error("rndv", "%s: a %zu-byte message would take more than 65536 gets",
+						   o->v[i].label, o->sizes[s]);
+	return 0;
+}
+
+struct rndv_parse {
+	struct rv_opts *o;
+	const char *sizes, *chunks;
+	int mbps;
+};
+
+static int rndv_opt(const char *cmd, const char *name, int val, const char *arg, void *ctx)
+{
+	struct rndv_parse *p = ctx;
+
+	switch (val) {
+	case 's':
+		p->sizes = arg;
+		return 0;
+	case 'c':
+		p->chunks = arg;
+		return 0;
+	case 'k':
+		return opt_int(cmd, name, arg, 1, RV_MAX_ITERS, "1..200", &p->o->iters);
+	case 'r':
+		return opt_int(cmd, name, arg, 1, RV_MAX_ROUNDS, "1..50", &p->o->rounds);
+	case 'S':
+		return opt_int(cmd, name, arg, 1, 1000000, "a rate in MB/s >= 1", &p->mbps);
+	}
+	return 0;
+}
+
+/* 0, EXIT_USAGE, or -1 for --help (printed). */
+static int rndv_parse(int argc, char **argv, struct rv_opts *o)
+{
+	static const struct option lo[] = {
+		{ "sizes", required_argument, NULL, 's' }, { "chunks", required_argument, NULL, 'c' },
+		{ "iters", required_argument, NULL, 'k' }, { "sink-mbps", required_argument, NULL, 'S' },
+		{ "rounds", required_argument, NULL, 'r' }, OPT_QUICK, OPTS_COMMON
+	};
+	struct rndv_parse p = { .o = o, .mbps = -1 };
+	struct common_opts com = { .timeout_ms = o->timeout_ms };
+	const char *env = getenv("EMUNIC_SINK_MBPS");
+	int r = parse_opts("rndv", argc, argv, lo, rndv_opt, &p, &com);
+
+	if (r)
+		return r;
+	o->timeout_ms = com.timeout_ms;
+	o->csv = com.csv;
+	if (!each_item(p.sizes ? p.sizes : com.quick ? "64K,1M,4M" : "4K,16K,64K,256K,1M,4M,16M", add_size, o))
+		return usage_error("rndv", "--sizes wants up to %d sizes (bytes, K, M or G; 1 .. 256M), not '%s'",
+				   RV_MAX_SIZES, p.sizes);
+	rv_variant_set(&o->v[o->nv++], SIZE_MAX, 1);
+	if (!each_item(p.chunks ? p.chunks : com.quick ? "64K/4" : "64K/2,64K/4,256K/4,1M/2", add_variant, o))
+		return usage_error("rndv", "--chunks wants up to %d s/c pairs (s a power of two, c 1..4096), not '%s'",
+				   RV_MAX_VARIANTS - 1, p.chunks);
+	if (!o->iters && com.quick)
+		o->iters = 3;
+	o->sink_from = "--sink-mbps";
+	if (p.mbps < 0 && env && *env) {
+		if (!parse_int(env, 0, 1000000, &p.mbps))
+			return usage_error("rndv", "EMUNIC_SINK_MBPS wants a rate in MB/s, not '%s'", env);
+		o->sink_from = "EMUNIC_SINK_MBPS";
+	}
+	o->sink_mbps = p.mbps > 0 ? (unsigned)p.mbps : 0;
+	/* The first pass is unthrottled: the device must not take it from
+	 * the environment. */
+	unsetenv("EMUNIC_SINK_MBPS");
+	return rv_check(o);
+}
+
+static int rndv_main(int argc, char **argv)
+{
+	struct rv_opts o = { .timeout_ms = 120000, .rounds = 3 };
+	struct rv_info info = { .device = "?" };
+	struct rv_bufs bf = { 0 };
+	struct emunic_rndv_attr ra;
+	struct bench b = { 0 };
+	int r;
+
+	emunic_rndv_attr_init(&ra);
+	o.first = ra.first;
+	r = rndv_parse(argc, argv, &o);
+	if (r)
+		return r < 0 ? 0 : r;
+	r = bench_init(&b, "rndv", o.csv);
+	r = r ? r : bench_two_ranks(&b);
+	r = r ? r : rv_bufs_alloc(&b, &o, &bf);
+	if (!r)
+		bench_progress(&b, "%d sizes x %d variants%s", o.nsizes, o.nv, o.sink_mbps ? ", then a slow receiver" : "");
+	r = r ? r : rv_pass(&b, &o, false, &bf, &info);
+	if (!r && o.sink_mbps)
+		r = rv_pass(&b, &o, true, &bf, &info);
+	if (!r)
+		rv_report(&b, &o, &info);
+	rv_bufs_free(&bf);
+	return bench_fini(&b, r);
+}
+
 /* ==== dispatch ================================================================= */
 
 struct subcmd {
@@ -1262,6 +2619,10 @@ struct subcmd {
 static const struct subcmd subcmds[] = {
 	{ "barrier", "offloaded barrier/ibarrier vs the ptp baseline: latency, overlap, overhead",
 	  barrier_help, barrier_main },
+	{ "trig", "a chain of triggered puts vs the same chain driven by the app: time, app CPU",
+	  trig_help, trig_main },
+	{ "rndv", "chunked rendezvous vs one get a message: throughput by size, slow receiver",
+	  rndv_help, rndv_main },
 };
 
 #define NSUBCMDS ((int)(sizeof(subcmds) / sizeof(subcmds[0])))

@@ -146,7 +146,6 @@ struct emunic_dev {
 	struct emunic_le *les[0x4000];	/* by list entry id (app sets under post_lock) */
 	uint16_t le_next;		/* app: where the next id search starts */
 	_Atomic uint32_t ct_seq;	/* futex word: bumped when a counter changes */
-	_Atomic int ct_waiters;
 	struct emunic_ct *dirty;	/* core: counters whose triggers need a look */
 	uint64_t sink_bps;		/* core: 0 = unthrottled */
 	uint64_t sink_free_ns;		/* core: when the sink drains what it has */
@@ -154,6 +153,7 @@ struct emunic_dev {
 	unsigned backlogged;		/* core: ops fired, waiting for a send queue */
 	struct emunic_ring trace;	/* core -> app, when started */
 	_Atomic bool tracing;
+	_Atomic uint64_t trace_dropped;
 	pthread_mutex_t trace_lock;	/* app: one reader */
 	uint64_t loops, sleeps;
 };
@@ -164,7 +164,8 @@ void emunic_core_doorbell(struct emunic_dev *d);
 
 /* idle.c: sleep mode */
 int emunic_idle_init(struct emunic_dev *d);
-void emunic_idle_sleep(struct emunic_dev *d);
+/* Sleeps until a completion, CM event or doorbell, or max_ns (at most 100 ms). */
+void emunic_idle_sleep(struct emunic_dev *d, uint64_t max_ns);
 void emunic_idle_fini(struct emunic_dev *d);
 
 /* cm.c: connections on the core */

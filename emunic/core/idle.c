@@ -64,10 +64,13 @@ static void drain_fds(struct emunic_dev *d)
 		;
 }
 
-void emunic_idle_sleep(struct emunic_dev *d)
+void emunic_idle_sleep(struct emunic_dev *d, uint64_t max_ns)
 {
 	struct idle *s = d->uring;
 	struct __kernel_timespec ts = { 0, SLEEP_MAX_MS * 1000000LL };
+
+	if (max_ns < (uint64_t)ts.tv_nsec)
+		ts.tv_nsec = (long long)max_ns;
 	struct io_uring_cqe *cqe;
 	unsigned head, n = 0;
 

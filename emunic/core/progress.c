@@ -91,9 +91,7 @@ void *emunic_core_main(void *arg)
 			empty = 0;
 			continue;
 		}
-		/* Completions held by an emulated slow sink come due with no
-		 * event to wake on: keep passing until they are out. */
-		if (d->idle == EMUNIC_IDLE_SPIN || ++empty < IDLE_PASSES || emunic_trig_busy(d)) {
+		if (d->idle == EMUNIC_IDLE_SPIN || ++empty < IDLE_PASSES) {
 			__builtin_ia32_pause();
 			continue;
 		}
@@ -101,7 +99,9 @@ void *emunic_core_main(void *arg)
 			empty = 0;
 			continue;
 		}
-		emunic_idle_sleep(d);
+		/* Completions held by an emulated slow sink come due with no
+		 * event to wake on: sleep only until the first is due. */
+		emunic_idle_sleep(d, emunic_trig_next_due_ns(d));
 		empty = 0;
 	}
 	/* Closing: take what was posted, then fail what cannot finish. */

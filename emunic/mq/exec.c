@@ -189,7 +189,7 @@ static int push_fifo(struct emunic_qp *qp, struct task_fifo *f, uint64_t release
 			break;
 		}
 		if (fifo_at(f, f->head)->x)
-			emunic_trace_rec(qp->o.dev, EMUNIC_TR_ISSUE, fifo_at(f, f->head)->x, 0);
+			emunic_trig_issued(qp->o.dev, fifo_at(f, f->head)->x);
 		f->head++;
 		n++;
 	}

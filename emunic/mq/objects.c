@@ -190,15 +190,26 @@ int emunic_mr_reg(struct emunic_dev *d, void *addr, size_t len, struct emunic_mr
 
 int emunic_mr_dereg(struct emunic_mr *m)
 {
-	if (!m || atomic_exchange(&m->o.dead, true))
+	struct ibv_mr *vmr;
+
+	if (!m || m->o.kind != OBJ_MR || atomic_exchange(&m->o.dead, true))
 		return -EINVAL;
-	ibv_dereg_mr(m->mr);
-	free(m);
+	vmr = m->mr;
+	/* The handle stays readable (and dead) until the device closes: an
+	 * op or entry still naming it is refused, never a use after free. */
+	pthread_mutex_lock(&m->o.dev->post_lock);
+	m->mr = NULL;
+	m->o.grave = m->o.dev->graveyard;
+	m->o.dev->graveyard = &m->o;
+	pthread_mutex_unlock(&m->o.dev->post_lock);
+	ibv_dereg_mr(vmr);
 	return 0;
 }
 
 struct emunic_rkey emunic_mr_rkey(const struct emunic_mr *m)
 {
+	if (!m || !m->mr)
+		return (struct emunic_rkey){ 0 };
 	return (struct emunic_rkey){ .addr = (uintptr_t)m->mr->addr, .rkey = m->mr->rkey };
 }
 
@@ -319,6 +330,13 @@ int emunic_qp_destroy(struct emunic_qp *qp)
 }
 
 int emunic_qp_peer(const struct emunic_qp *qp) { return qp->peer; }
+
+int emunic_qp_failed(const struct emunic_qp *qp)
+{
+	int s = atomic_load(&((struct emunic_qp *)qp)->state);
+
+	return s == QP_ERROR || s == QP_CLOSED || atomic_load(&((struct emunic_qp *)qp)->o.gone);
+}
 
 int emunic_qp_wait_connected(struct emunic_qp *qp, int timeout_ms)
 {

@@ -75,6 +75,16 @@ static bool met(struct emunic_ct_val v, uint64_t test)
 	return v.success + v.failure >= test || v.failure > 0;
 }
 
+/* Rechecked after announcing the wait: a change made before the core saw
+ * the waiter did not wake anyone. */
+static bool any_met(struct emunic_ct *const *cts, const uint64_t *tests, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (met(value(cts[i]), tests[i]) || atomic_load(&cts[i]->o.dead))
+			return true;
+	return false;
+}
+
 int emunic_ct_poll(struct emunic_ct *const *cts, const uint64_t *tests, unsigned n, struct emunic_ct_val *out,
 		   int timeout_ms)
 {
@@ -102,9 +112,13 @@ int emunic_ct_poll(struct emunic_ct *const *cts, const uint64_t *tests, unsigned
 		left = timeout_ms < 0 ? 50 : timeout_ms - emunic_elapsed_ms(&t0);
 		if (left <= 0)
 			return -ETIMEDOUT;
-		atomic_fetch_add(&d->ct_waiters, 1);
-		emunic_futex_wait(&d->ct_seq, seq, left < 50 ? left : 50);
-		atomic_fetch_sub(&d->ct_waiters, 1);
+		/* Only changes to counters someone waits on wake the futex. */
+		for (unsigned i = 0; i < n; i++)
+			atomic_fetch_add(&cts[i]->waiters, 1);
+		if (seq == atomic_load_explicit(&d->ct_seq, memory_order_acquire) && !any_met(cts, tests, n))
+			emunic_futex_wait(&d->ct_seq, seq, left < 50 ? left : 50);
+		for (unsigned i = 0; i < n; i++)
+			atomic_fetch_sub(&cts[i]->waiters, 1);
 	}
 }
 
@@ -125,9 +139,12 @@ static void changed(struct emunic_dev *d, struct emunic_ct *ct)
 		ct->dirty_next = d->dirty;
 		d->dirty = ct;
 	}
-	atomic_fetch_add_explicit(&d->ct_seq, 1, memory_order_release);
-	if (atomic_load(&d->ct_waiters))
+	/* Pairs with the waiter's increment before its last look (Dekker). */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load(&ct->waiters)) {
+		atomic_fetch_add_explicit(&d->ct_seq, 1, memory_order_seq_cst);
 		emunic_futex_wake(&d->ct_seq);
+	}
 }
 
 void emunic_ct_add(struct emunic_dev *d, struct emunic_ct *ct, uint64_t success, uint64_t failure)

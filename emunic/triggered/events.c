@@ -183,6 +183,8 @@ struct emunic_target emunic_le_target(const struct emunic_le *le)
 
 struct emunic_target emunic_mr_target(const struct emunic_mr *mr)
 {
+	if (!mr || !mr->mr)
+		return (struct emunic_target){ 0 };
 	return (struct emunic_target){ .addr = (uintptr_t)mr->mr->addr, .len = mr->mr->length,
 				       .rkey = mr->mr->rkey };
 }

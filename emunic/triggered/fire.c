@@ -83,42 +83,69 @@ static int check(struct emunic_dev *d, const struct emunic_op *op)
 	return 0;
 }
 
-static int post(struct emunic_dev *d, const struct emunic_op *op, struct emunic_ct *on, uint64_t threshold)
+static void free_trigs(struct trig **x, unsigned n)
 {
-	struct cmd c = { .type = CMD_TRIG };
-	struct trig *x;
-	bool ok;
-	int r;
+	for (unsigned i = 0; i < n; i++)
+		free(x[i]);
+	free(x);
+}
 
-	if (!d || !op)
-		return emunic_err(-EINVAL, "op_post: no device or op");
-	r = check(d, op);
-	if (r)
-		return r;
-	x = calloc(1, sizeof(*x));
+/* n ops, all or none: checked and copied, table entries reserved, then
+ * published under one lock with one doorbell. */
+static int post(struct emunic_dev *d, const struct emunic_op *ops, struct emunic_ct *const *on,
+		const uint64_t *threshold, unsigned n)
+{
+	struct trig **x;
+	unsigned ntrig = 0;
+	int r = 0;
+
+	if (!d || !ops || !n)
+		return emunic_err(-EINVAL, "op_post: no device or no ops");
+	for (unsigned i = 0; i < n; i++) {
+		if (on && on[i] && !emunic_obj_alive(d, &on[i]->o, OBJ_CT))
+			return emunic_err(-EINVAL, "trig_post: op %u: the trigger counter is not a live counter of "
+					  "this device; nothing was posted", i);
+		if ((r = check(d, &ops[i])))
+			return r;
+		ntrig += on && on[i];
+	}
+	x = calloc(n, sizeof(*x));
+	for (unsigned i = 0; x && i < n; i++) {
+		x[i] = calloc(1, sizeof(**x));
+		if (!x[i]) {
+			free_trigs(x, i);
+			x = NULL;
+			break;
+		}
+		x[i]->op = ops[i];
+		x[i]->lkey = ops[i].len ? ops[i].mr->mr->lkey : 0;
+		x[i]->on = on ? on[i] : NULL;
+		x[i]->threshold = threshold ? threshold[i] : 0;
+	}
 	if (!x)
 		return -ENOMEM;
-	x->op = *op;
-	x->lkey = op->len ? op->mr->mr->lkey : 0;
-	x->on = on;
-	x->threshold = threshold;
-	c.obj = x;
-	/* The table entry is taken here and given back when the trigger
-	 * fires: a full table refuses, it never waits. */
-	if (on && atomic_fetch_add(&d->trig_used, 1) >= d->trig_max) {
-		atomic_fetch_sub(&d->trig_used, 1);
-		free(x);
+	/* Table entries are taken here and given back when the triggers
+	 * fire: a full table refuses, it never waits. */
+	if (ntrig && atomic_fetch_add(&d->trig_used, ntrig) + ntrig > d->trig_max) {
+		atomic_fetch_sub(&d->trig_used, ntrig);
+		free_trigs(x, n);
 		return -ENOSPC;
 	}
 	pthread_mutex_lock(&d->post_lock);
-	ok = emunic_ring_push(&d->cmd, &c);
-	pthread_mutex_unlock(&d->post_lock);
-	if (!ok) {
-		if (on)
-			atomic_fetch_sub(&d->trig_used, 1);
-		free(x);
-		return -ENOSPC;
+	if (emunic_ring_space(&d->cmd) >= n) {
+		for (unsigned i = 0; i < n; i++)
+			*(struct cmd *)emunic_ring_slot(&d->cmd, i) = (struct cmd){ .type = CMD_TRIG, .obj = x[i] };
+		emunic_ring_publish(&d->cmd, n);
+	} else {
+		r = -ENOSPC;
 	}
+	pthread_mutex_unlock(&d->post_lock);
+	if (r) {
+		atomic_fetch_sub(&d->trig_used, ntrig);
+		free_trigs(x, n);
+		return r;
+	}
+	free(x);
 	if (!emunic_on_core(d))
 		emunic_core_doorbell(d);
 	return 0;
@@ -126,14 +153,20 @@ static int post(struct emunic_dev *d, const struct emunic_op *op, struct emunic_
 
 int emunic_op_post(struct emunic_dev *d, const struct emunic_op *op)
 {
-	return post(d, op, NULL, 0);
+	return post(d, op, NULL, NULL, 1);
 }
 
 int emunic_trig_post(struct emunic_dev *d, const struct emunic_op *op, struct emunic_ct *on, uint64_t threshold)
 {
-	if (!d || !emunic_obj_alive(d, on ? &on->o : NULL, OBJ_CT))
-		return emunic_err(-EINVAL, "trig_post: the trigger counter is not a live counter of this device");
-	return post(d, op, on, threshold);
+	if (!on)
+		return emunic_err(-EINVAL, "trig_post: no trigger counter");
+	return post(d, op, &on, &threshold, 1);
+}
+
+int emunic_trig_post_n(struct emunic_dev *d, const struct emunic_op *ops, struct emunic_ct *const *on,
+		       const uint64_t *threshold, unsigned n)
+{
+	return post(d, ops, on, threshold, n);
 }
 
 unsigned emunic_trig_pending(const struct emunic_dev *d)
@@ -149,8 +182,8 @@ static uint64_t total(const struct emunic_ct *ct)
 	       atomic_load_explicit(&ct->failure, memory_order_relaxed);
 }
 
-/* Fires every trigger whose counter reached it, counters in the order they
- * moved, each counter's list in threshold order.  Firing may move other
+/* Fires every trigger whose counter reached it, each counter's list in
+ * threshold order (counters themselves in no promised order).  Firing may move other
  * counters (ct_inc, ct_set); they are settled in the same call. */
 static void settle(struct emunic_dev *d)
 {
@@ -180,6 +213,8 @@ void emunic_trig_cmd(struct emunic_dev *d, struct trig *x)
 		atomic_fetch_sub(&d->trig_used, 1);
 		emunic_trig_finish(d, x, EMUNIC_WC_CANCELED);	/* freed before it arrived */
 	} else {
+		/* A linear walk: lists are short, or posted in rising order
+		 * (then this is the cost of one pass over the pending ones). */
 		for (pp = &x->on->pending; *pp && (*pp)->threshold <= x->threshold; pp = &(*pp)->next)
 			;
 		x->next = *pp;

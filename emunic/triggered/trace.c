@@ -62,5 +62,11 @@ void emunic_trace_rec(struct emunic_dev *d, uint32_t what, const struct trig *x,
 		.ns = emunic_now_ns(), .what = what, .op = (uint32_t)x->op.kind,
 		.peer = x->op.qp ? x->op.qp->peer : -1, .status = status, .len = x->op.len, .user = x->op.user,
 	};
-	(void)emunic_ring_push(&d->trace, &r);	/* full: newer records are dropped */
+	if (!emunic_ring_push(&d->trace, &r))	/* full: newer records are dropped, and counted */
+		atomic_fetch_add_explicit(&d->trace_dropped, 1, memory_order_relaxed);
+}
+
+uint64_t emunic_trace_dropped(const struct emunic_dev *d)
+{
+	return d ? atomic_load(&((struct emunic_dev *)d)->trace_dropped) : 0;
 }

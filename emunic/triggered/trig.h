@@ -36,6 +36,7 @@ struct trig {
 	enum trig_stage stage;
 	int status;		/* sink-delayed completions: the result */
 	uint64_t byte_len;
+	uint64_t issue_ns;	/* handed to verbs */
 	uint64_t due_ns;	/* sink-delayed: when the data has drained */
 	struct trig *next;	/* core: pending list, QP backlog or sink queue */
 };
@@ -43,6 +44,7 @@ struct trig {
 struct emunic_ct {
 	struct obj o;
 	_Atomic uint64_t success, failure;
+	_Atomic int waiters;	/* app threads in ct_wait/ct_poll on it */
 	struct trig *pending;	/* core: by threshold, ties in posting order */
 	struct emunic_ct *dirty_next;	/* core: changed since its triggers were checked */
 	bool dirty;
@@ -69,7 +71,8 @@ struct emunic_le {
  * object release (objects.c). */
 void emunic_trig_cmd(struct emunic_dev *d, struct trig *x);
 int emunic_trig_run(struct emunic_dev *d);
-bool emunic_trig_busy(struct emunic_dev *d);
+/* Nanoseconds until the slow sink releases a completion (UINT64_MAX: none held). */
+uint64_t emunic_trig_next_due_ns(struct emunic_dev *d);
 void emunic_trig_task_done(struct emunic_dev *d, struct emunic_qp *qp, struct trig *x, int status,
 			   uint64_t byte_len);
 void emunic_trig_arrival(struct emunic_dev *d, struct emunic_qp *qp, const struct ibv_wc *wc);
@@ -90,6 +93,8 @@ void emunic_ct_add(struct emunic_dev *d, struct emunic_ct *ct, uint64_t success,
 void emunic_ct_store(struct emunic_dev *d, struct emunic_ct *ct, struct emunic_ct_val v);
 /* events.c */
 void emunic_eq_push(struct emunic_eq *eq, const struct emunic_event *ev);
+/* wire.c: a triggered op went to verbs (trace, sink clock). */
+void emunic_trig_issued(struct emunic_dev *d, struct trig *x);
 /* trace.c */
 void emunic_trace_rec(struct emunic_dev *d, uint32_t what, const struct trig *x, int status);
 uint64_t emunic_now_ns(void);

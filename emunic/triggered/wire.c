@@ -205,14 +205,21 @@ void emunic_trig_finish(struct emunic_dev *d, struct trig *x, int status)
 
 /* ---- the slow sink ------------------------------------------------------------------ */
 
-/* Data a get fetched drains into memory at sink_bps: its completion is
- * counted only once the sink has taken it (and everything before it). */
+void emunic_trig_issued(struct emunic_dev *d, struct trig *x)
+{
+	x->issue_ns = emunic_now_ns();
+	emunic_trace_rec(d, EMUNIC_TR_ISSUE, x, 0);
+}
+
+/* Data a get fetches drains into memory at sink_bps from when the get went
+ * out (the wire and the sink overlap, for one big get as for chunks): its
+ * completion is counted once both the wire and the sink are done. */
 static void sink_hold(struct emunic_dev *d, struct trig *x, uint64_t bytes)
 {
-	uint64_t now = emunic_now_ns(), start = d->sink_free_ns > now ? d->sink_free_ns : now;
+	uint64_t now = emunic_now_ns(), start = d->sink_free_ns > x->issue_ns ? d->sink_free_ns : x->issue_ns;
 
-	x->due_ns = start + bytes * 1000000000ull / d->sink_bps;
-	d->sink_free_ns = x->due_ns;
+	d->sink_free_ns = start + bytes * 1000000000ull / d->sink_bps;
+	x->due_ns = d->sink_free_ns > now ? d->sink_free_ns : now;
 	x->next = NULL;
 	if (d->sink_tail)
 		d->sink_tail->next = x;
@@ -241,21 +248,27 @@ int emunic_trig_sink_run(struct emunic_dev *d)
 	return n;
 }
 
-bool emunic_trig_busy(struct emunic_dev *d)
+uint64_t emunic_trig_next_due_ns(struct emunic_dev *d)
 {
-	return d->sink != NULL;
+	uint64_t now;
+
+	if (!d->sink)
+		return UINT64_MAX;
+	now = emunic_now_ns();
+	return d->sink->due_ns > now ? d->sink->due_ns - now : 0;
 }
 
 void emunic_trig_task_done(struct emunic_dev *d, struct emunic_qp *qp, struct trig *x, int status,
 			   uint64_t byte_len)
 {
 	(void)qp;
+	(void)byte_len;		/* the sink counts what the get asked for */
 	if (x->stage == STAGE_NOTIFY) {
 		free(x);	/* a failure was logged by the verbs poll */
 		return;
 	}
 	if (status == EMUNIC_WC_SUCCESS && x->op.kind == EMUNIC_OP_GET && d->sink_bps) {
-		sink_hold(d, x, byte_len);
+		sink_hold(d, x, x->op.len);
 		return;
 	}
 	emunic_trig_finish(d, x, status);

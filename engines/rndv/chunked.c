@@ -22,13 +22,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t ngets_of(const struct emunic_rndv *r, uint64_t total, uint64_t first)
+/* Sender and receiver count gets alike: by the sender's chunk size,
+ * which travels in the header (so endpoints need not agree on it). */
+static uint64_t ngets_of(uint64_t chunk, uint64_t total, uint64_t first)
 {
 	if (total <= first)
 		return 0;
-	if (r->attr.chunk == SIZE_MAX)
+	if (chunk == SIZE_MAX)
 		return 1;
-	return (total - first + r->attr.chunk - 1) / r->attr.chunk;
+	return (total - first + chunk - 1) / chunk;
 }
 
 static uint8_t chunk_shift(const struct emunic_rndv *r)
@@ -72,7 +74,7 @@ static int send_check(struct emunic_rndv *r, const void *buf, size_t len, int ds
 			dst < 0 || dst >= r->size ? "no such rank" : "the tag is negative or above EMUNIC_TAG_MAX");
 		return -EINVAL;
 	}
-	units = ngets_of(r, len, r->attr.first) * (r->attr.chunk == SIZE_MAX ? 0 : r->attr.chunk >> chunk_shift(r));
+	units = ngets_of(r->attr.chunk, len, r->attr.first) * (r->attr.chunk == SIZE_MAX ? 0 : r->attr.chunk >> chunk_shift(r));
 	if ((len && !buf) || len > UINT32_MAX || units > 65536) {
 		fprintf(stderr, "emunic: rank %d: isend of %zu bytes to rank %d: %s\n", r->rank, len, dst,
 			len && !buf ? "no buffer" : "too large (4 GiB - 1, and 65536 chunks)");
@@ -101,6 +103,7 @@ int emunic_isend(struct emunic_rndv *r, const void *buf, size_t len, int dst, in
 		return -ENOMEM;
 	q->r = r;
 	q->kind = REQ_SEND;
+	q->peer = dst;
 	q->buf = (char *)buf;
 	q->len = len;
 	q->st = (struct emunic_status){ .source = r->rank, .tag = tag, .len = len, .total = len };
@@ -126,7 +129,7 @@ int emunic_isend(struct emunic_rndv *r, const void *buf, size_t len, int dst, in
 	*s->hdr = (struct rndv_hdr){
 		.match_bits = (uint64_t)r->attr.ctx << 32 | (uint32_t)tag, .seq = pe->send_seq, .total = len,
 		.src_addr = rk.addr + nfirst, .src_rkey = rk.rkey, .src_le = emunic_le_target(s->le).id,
-		.src_shift = chunk_shift(r), .first = (uint32_t)nfirst, .src_rank = r->rank,
+		.src_shift = chunk_shift(r), .first = (uint32_t)nfirst, .src_rank = r->rank, .chunk = r->attr.chunk,
 	};
 	memcpy(s->hdr + 1, buf, nfirst);
 	op = (struct emunic_op){
@@ -146,7 +149,7 @@ int emunic_isend(struct emunic_rndv *r, const void *buf, size_t len, int dst, in
 	r->free_stages = s->next;
 	q->stage = s;
 	q->c = s->c;
-	q->need = 1 + ngets_of(r, len, nfirst);
+	q->need = 1 + ngets_of(r->attr.chunk, len, nfirst);
 	pe->send_seq++;
 	r->live_reqs++;
 	r->stats.sends++;
@@ -168,10 +171,15 @@ fail:
 static void post_gets(struct emunic_rndv *r, struct emunic_req *q)
 {
 	const struct rndv_hdr *h = &q->hdr;
-	uint64_t rest = h->total - h->first, chunk = r->attr.chunk == SIZE_MAX ? rest : r->attr.chunk;
+	uint64_t rest = h->total - h->first, chunk = h->chunk == SIZE_MAX ? rest : h->chunk;
 	unsigned c = r->attr.credits;
 	bool failed;
 	uint64_t done = rndv_ct_events(&q->c, &failed);
+
+	if (failed) {		/* stop: what was posted is what will be counted */
+		q->ngets = q->need = q->next_get;
+		return;
+	}
 	struct emunic_target t = { .addr = h->src_addr, .len = rest, .rkey = h->src_rkey, .id = h->src_le,
 				   .shift = h->src_shift };
 
@@ -190,8 +198,12 @@ static void post_gets(struct emunic_rndv *r, struct emunic_req *q)
 		if (e == -ENOSPC)
 			return;		/* again on the next completion or test */
 		if (e) {
+			/* Done when what was posted is counted; one failure
+			 * counted on the receive wakes its waiters. */
 			q->st.error = -EIO;
-			q->ngets = q->next_get;	/* what was posted is what will come */
+			q->ngets = q->need = q->next_get;
+			emunic_ct_inc(q->c.ct, (struct emunic_ct_val){ 0, 1 });
+			q->need++;
 			return;
 		}
 		q->next_get++;
@@ -211,7 +223,14 @@ int rndv_start_recv(struct emunic_rndv *r, struct emunic_req *q, const struct rn
 	if (h->total > q->len)
 		q->st.error = -EMSGSIZE;	/* what fits is delivered */
 	memcpy(q->buf, data, h->first < q->len ? h->first : q->len);
-	q->ngets = ngets_of(r, h->total, h->first);
+	if (!h->chunk || (h->chunk != SIZE_MAX && (h->chunk & (h->chunk - 1)))) {
+		fprintf(stderr, "emunic: rank %d: message from rank %d has chunk size %llu: not a power of two; "
+			"its gets are not made\n", r->rank, peer, (unsigned long long)h->chunk);
+		q->st.error = -EIO;
+		atomic_store(&q->state, REQ_DONE);
+		return 0;
+	}
+	q->ngets = ngets_of(h->chunk, h->total, h->first);
 	q->need = q->ngets;
 	if (!q->ngets) {
 		atomic_store(&q->state, REQ_DONE);

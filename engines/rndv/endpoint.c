@@ -37,10 +37,13 @@ static int fill_defaults(struct emunic_rndv_attr *a)
 		a->connect_timeout_ms = d.connect_timeout_ms;
 	/* A get's offset travels in 16 bits of the chunk's largest power of
 	 * two; slot offsets in 16 bits of 64-byte units. */
+	size_t slot = (64 + a->first + RNDV_UNIT - 1) & ~(size_t)(RNDV_UNIT - 1);
+
 	if (a->first > (1u << 20) || a->slots > 4096 || a->max_sends > 65536 ||
+	    (((size_t)a->slots - 1) * slot >> RNDV_UNIT_SHIFT) > 0xffff ||
 	    (a->chunk != SIZE_MAX && (a->chunk & (a->chunk - 1))) || a->credits > 4096) {
 		fprintf(stderr, "emunic: rndv: first %zu (<= 1 MiB), chunk %zu (a power of two or SIZE_MAX), credits %u "
-			"(<= 4096), slots %u (<= 4096) or max_sends %u not valid\n", a->first, a->chunk, a->credits,
+			"(<= 4096), slots %u (<= 4096; slots x slot size <= 4 MiB) or max_sends %u not valid\n", a->first, a->chunk, a->credits,
 			a->slots, a->max_sends);
 		return -EINVAL;
 	}

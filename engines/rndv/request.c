@@ -19,12 +19,30 @@ static bool check_done(struct emunic_req *q)
 		return true;
 	if (s != REQ_GETTING)
 		return false;
+	/* The peer's QP failed: its gets (or their notices) will not come. */
+	if (q->kind == REQ_SEND && emunic_qp_failed(q->r->peer[q->peer].qp)) {
+		q->st.error = -EIO;
+		atomic_store(&q->state, REQ_DONE);
+		return true;
+	}
 	if (rndv_ct_events(&q->c, &failed) < q->need && !failed)
 		return false;
-	if (failed && !q->st.error)
+	if (!failed) {
+		atomic_store(&q->state, REQ_DONE);
+		return true;
+	}
+	/* A failure: done once every op posted for it has been counted, so
+	 * nothing lands in (or completes on) a freed request later. */
+	pthread_mutex_lock(&q->r->lock);
+	if (q->kind == REQ_RECV)
+		q->ngets = q->need = q->next_get;
+	if (!q->st.error)
 		q->st.error = -EIO;
-	atomic_store(&q->state, REQ_DONE);
-	return true;
+	failed = rndv_ct_events(&q->c, &failed) >= q->need;
+	if (failed)
+		atomic_store(&q->state, REQ_DONE);
+	pthread_mutex_unlock(&q->r->lock);
+	return failed;
 }
 
 int emunic_test(struct emunic_req *q, int *done, struct emunic_status *st)

@@ -33,7 +33,8 @@ struct rndv_hdr {
 	uint8_t pad;
 	uint32_t first;		/* bytes of data after this header */
 	int32_t src_rank;
-	uint64_t pad2[2];
+	uint64_t chunk;		/* the sender's chunk size: it counts the gets */
+	uint64_t pad2;
 };
 _Static_assert(sizeof(struct rndv_hdr) == 64, "the header is one unit");
 

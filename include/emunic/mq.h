@@ -141,6 +141,8 @@ int emunic_qp_create(struct emunic_dev *dev, int peer, const struct emunic_qp_at
 		     struct emunic_qp **out);
 int emunic_qp_destroy(struct emunic_qp *qp);
 int emunic_qp_peer(const struct emunic_qp *qp);
+/* Nonzero once the QP failed (its work completes with errors from now on). */
+int emunic_qp_failed(const struct emunic_qp *qp);
 /* Waits (bounded) until the connection is up: 0, -ETIMEDOUT, -ECONNREFUSED. */
 int emunic_qp_wait_connected(struct emunic_qp *qp, int timeout_ms);
 

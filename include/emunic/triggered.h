@@ -30,6 +30,8 @@
  *  - freeing a counter wakes its waiters (-ECANCELED) and fails its pending
  *    triggers: each one's own completion counter counts a failure and its
  *    event queue gets an EMUNIC_WC_CANCELED event; nothing hangs.
+ *  - close the device only when no thread waits on its counters or queues:
+ *    every handle dies with it.
  *
  * Wire: a put to a list entry is RDMA WRITE with immediate; the immediate
  * carries the entry's id (which names its counter and event queue) and the
@@ -63,10 +65,14 @@ int emunic_ct_alloc(struct emunic_dev *dev, struct emunic_ct **out);
 int emunic_ct_free(struct emunic_ct *ct);
 int emunic_ct_get(struct emunic_ct *ct, struct emunic_ct_val *out);
 /* Both are applied by the progress core, in order with the ops and triggers
- * posted before them; a trigger they satisfy fires on the core. */
+ * posted before them; a trigger they satisfy fires on the core.  They
+ * return before the core applied them: a ct_get or ct_wait right after may
+ * still read the old value. */
 int emunic_ct_set(struct emunic_ct *ct, struct emunic_ct_val v);
 int emunic_ct_inc(struct emunic_ct *ct, struct emunic_ct_val by);
 /* Waits until success + failure >= test or failure > 0; out gets the value.
+ * Failure is sticky (as in Portals): once counted, every wait returns at
+ * once until a ct_set clears it.
  * timeout_ms < 0: no bound.  0, -ETIMEDOUT, -ECANCELED (freed meanwhile),
  * -EINVAL (not a live counter). */
 int emunic_ct_wait(struct emunic_ct *ct, uint64_t test, struct emunic_ct_val *out, int timeout_ms);
@@ -97,7 +103,8 @@ struct emunic_event {
 	uint32_t pad;
 	uint64_t match_bits;	/* EMUNIC_LE_HDR entries: from the put's header */
 	uint64_t hdr_data;	/* likewise */
-	uint64_t length;	/* put: bytes arrived (without the header); initiator: op length */
+	uint64_t length;	/* put: bytes arrived (without the header); initiator: op
+				 * length; target GET/ATOMIC: 0 (the notice carries none) */
 	uint64_t offset;	/* where in the entry (target) / the op's remote offset */
 	uint64_t user;		/* initiator: the op's user value */
 };
@@ -183,6 +190,11 @@ int emunic_op_post(struct emunic_dev *dev, const struct emunic_op *op);
 /* Runs op once trig.success + trig.failure >= threshold. */
 int emunic_trig_post(struct emunic_dev *dev, const struct emunic_op *op, struct emunic_ct *trig,
 		     uint64_t threshold);
+/* n ops at once, all or none (one lock, one doorbell): op i runs when
+ * on[i] reaches threshold[i], or at once where on (or on[i]) is NULL.
+ * 0, -EINVAL (nothing posted), -ENOSPC (nothing posted). */
+int emunic_trig_post_n(struct emunic_dev *dev, const struct emunic_op *ops, struct emunic_ct *const *on,
+		       const uint64_t *threshold, unsigned n);
 /* Triggers posted and not fired yet, device-wide. */
 unsigned emunic_trig_pending(const struct emunic_dev *dev);
 
@@ -209,5 +221,7 @@ struct emunic_trace_rec {
 int emunic_trace_start(struct emunic_dev *dev, unsigned entries);
 /* Takes up to n records, oldest first; returns how many. */
 int emunic_trace_read(struct emunic_dev *dev, struct emunic_trace_rec *out, int n);
+/* Records lost to a full ring (a trace with losses proves nothing). */
+uint64_t emunic_trace_dropped(const struct emunic_dev *dev);
 
 #endif /* EMUNIC_TRIGGERED_H */

@@ -295,7 +295,7 @@ static size_t edge_size(int src, int dst, unsigned k, void *arg)
 static void check_edges(void)
 {
 	size_t k = T.a.first, s = T.a.chunk == SIZE_MAX ? 65536 : T.a.chunk;
-	size_t e[] = { 0, 1, k - 1, k, k + 1, k + s - 1, k + s, k + s + 1, k + 3 * s, k + 3 * s + 1 };
+	size_t e[] = { 0, 1, k - 1, k, k + 1, k + s - 1, k + s, k + s + 1, k + 3 * s, k + 3 * s + 1, 16u << 20 };
 
 	exchange(edge_size, e, (int)(sizeof(e) / sizeof(e[0])));
 }
@@ -370,6 +370,7 @@ static void check_credits(void)
 		wait_free(q, "receive");
 		CHECK(first_bad(b, 0, 9, len) == len, "data differs");
 		n = emunic_trace_read(T.dev, tr, 1 << 16);
+		CHECK(n < (1 << 16), "the trace filled its %d records", 1 << 16);
 		for (int i = 0; i < n; i++) {
 			if (tr[i].op != EMUNIC_OP_GET)
 				continue;
@@ -382,6 +383,7 @@ static void check_credits(void)
 				inflight--;
 			}
 		}
+		CHECK(!emunic_trace_dropped(T.dev), "the trace lost %llu records", (unsigned long long)emunic_trace_dropped(T.dev));
 		CHECK(gets > c, "only %u gets traced: the check needs more than c = %u", gets, c);
 		CHECK(most <= c, "%u gets in flight at once; credits c = %u", most, c);
 		printf("emunic-rndv: %u gets, at most %u in flight (c = %u)\n", gets, most, c);
