@@ -199,5 +199,12 @@ void emunic_futex_wait(_Atomic uint32_t *word, uint32_t val, long ms);
 void emunic_futex_wake(_Atomic uint32_t *word);
 /* Milliseconds since *t0 (set on the first call when its tv_sec is 0). */
 long emunic_elapsed_ms(struct timespec *t0);
+/* One sleep of a bounded wait on a futex word the core bumps: -ETIMEDOUT
+ * once timeout_ms (< 0: no bound) passed since *t0, else 0 after sleeping
+ * while *word reads seq (50 ms at most, so the clock gets looked at). */
+int emunic_wait_step(_Atomic uint32_t *word, uint32_t seq, _Atomic int *waiters, struct timespec *t0,
+		     int timeout_ms);
+/* The region holds [addr, addr + len). */
+bool emunic_mr_covers(const struct emunic_mr *mr, const void *addr, size_t len);
 
 #endif

@@ -20,8 +20,6 @@
 #include <errno.h>
 #include <string.h>
 #include <limits.h>
-#include <linux/futex.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 static bool is_recv_op(int op) { return op == EMUNIC_TASK_RECV; }
@@ -39,7 +37,7 @@ static void mq_complete(struct emunic_mq *mq, const struct emunic_wc *wc)
 	}
 	atomic_fetch_add_explicit(&mq->seq, 1, memory_order_release);
 	if (atomic_load(&mq->waiters))
-		syscall(SYS_futex, &mq->seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+		emunic_futex_wake(&mq->seq);
 }
 
 static void cq_complete(struct emunic_cq *cq, const struct emunic_wc *wc)

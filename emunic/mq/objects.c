@@ -206,6 +206,13 @@ int emunic_mr_dereg(struct emunic_mr *m)
 	return 0;
 }
 
+bool emunic_mr_covers(const struct emunic_mr *m, const void *addr, size_t len)
+{
+	uintptr_t a = (uintptr_t)addr, base = (uintptr_t)m->mr->addr;
+
+	return a >= base && a + len <= base + m->mr->length;
+}
+
 struct emunic_rkey emunic_mr_rkey(const struct emunic_mr *m)
 {
 	if (!m || !m->mr)
@@ -395,25 +402,31 @@ int emunic_mq_poll(struct emunic_mq *mq, struct emunic_wc *wc, int n)
 	return take_wcs(&mq->wc, wc, n);
 }
 
+int emunic_wait_step(_Atomic uint32_t *word, uint32_t seq, _Atomic int *waiters, struct timespec *t0,
+		     int timeout_ms)
+{
+	long left = timeout_ms < 0 ? 50 : timeout_ms - emunic_elapsed_ms(t0);
+
+	if (left <= 0)
+		return -ETIMEDOUT;
+	atomic_fetch_add(waiters, 1);
+	emunic_futex_wait(word, seq, left < 50 ? left : 50);
+	atomic_fetch_sub(waiters, 1);
+	return 0;
+}
+
 int emunic_mq_wait(struct emunic_mq *mq, struct emunic_wc *wc, int timeout_ms)
 {
-	struct timespec t0, now;
+	struct timespec t0 = { 0, 0 };
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	emunic_elapsed_ms(&t0);
 	for (;;) {
-		uint32_t seq = atomic_load_explicit(&mq->seq, memory_order_acquire);
+		uint32_t seq = mq ? atomic_load_explicit(&mq->seq, memory_order_acquire) : 0;
 		int r = emunic_mq_poll(mq, wc, 1);
-		long ms;
 
+		if (!r)	/* sleep on the completion counter; the core wakes waiters */
+			r = emunic_wait_step(&mq->seq, seq, &mq->waiters, &t0, timeout_ms);
 		if (r)
 			return r < 0 ? r : 0;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
-		if (timeout_ms >= 0 && ms >= timeout_ms)
-			return -ETIMEDOUT;
-		/* Sleep on the completion counter; the core wakes waiters. */
-		atomic_fetch_add(&mq->waiters, 1);
-		emunic_futex_wait(&mq->seq, seq, 50);
-		atomic_fetch_sub(&mq->waiters, 1);
 	}
 }

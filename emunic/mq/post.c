@@ -31,11 +31,6 @@ static struct shadow *shadow_of(struct shadow *s, unsigned *ns, void *obj, bool 
 	return &s[(*ns)++];
 }
 
-static bool alive(struct emunic_dev *d, struct obj *o, enum obj_kind k)
-{
-	return o && o->kind == k && o->dev == d && !atomic_load(&o->dead);
-}
-
 static int bad(struct emunic_mq *mq, unsigned i, const struct emunic_task *t, const char *why)
 {
 	return emunic_err(-EINVAL, "mq %p: task %u of the list (%s, wr_id %llu): %s; nothing was posted",
@@ -58,14 +53,14 @@ static int check(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned
 		bool fresh;
 
 		out[i] = (struct core_task){ .t = *t, .mq = mq };
-		if (t->qp && alive(d, &t->qp->o, OBJ_QP) && (t->qp->attr.flags & EMUNIC_QP_TRIGGERED))
+		if (t->qp && emunic_obj_alive(d, &t->qp->o, OBJ_QP) && (t->qp->attr.flags & EMUNIC_QP_TRIGGERED))
 			return bad(mq, i, t, "its QP was created TRIGGERED (for triggered operations only)");
 		switch (t->op) {
 		case EMUNIC_TASK_SEND: case EMUNIC_TASK_WRITE: case EMUNIC_TASK_WRITE_IMM:
 		case EMUNIC_TASK_READ: case EMUNIC_TASK_FETCH_ADD: case EMUNIC_TASK_RECV:
-			if (!t->qp || !alive(d, &t->qp->o, OBJ_QP))
+			if (!t->qp || !emunic_obj_alive(d, &t->qp->o, OBJ_QP))
 				return bad(mq, i, t, "its QP is not a live QP of this device");
-			if (t->len && (!t->mr || !alive(d, &t->mr->o, OBJ_MR)))
+			if (t->len && (!t->mr || !emunic_obj_alive(d, &t->mr->o, OBJ_MR)))
 				return bad(mq, i, t, "its buffer has no registered memory region");
 			if (t->op == EMUNIC_TASK_FETCH_ADD && t->len != 8)
 				return bad(mq, i, t, "fetch_add needs an 8-byte local buffer");
@@ -87,7 +82,7 @@ static int check(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned
 			bool snd = t->op == EMUNIC_TASK_SEND_EN;
 			uint64_t *posted, *claimed;
 
-			if (!t->qp || !alive(d, &t->qp->o, OBJ_QP))
+			if (!t->qp || !emunic_obj_alive(d, &t->qp->o, OBJ_QP))
 				return bad(mq, i, t, "its QP is not a live QP of this device");
 			if (!(t->qp->attr.flags & (snd ? EMUNIC_QP_MANAGED_SEND : EMUNIC_QP_MANAGED_RECV)))
 				return bad(mq, i, t, snd ? "the QP was not created MANAGED_SEND"
@@ -113,7 +108,7 @@ static int check(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned
 			goto mq_slot;
 		}
 		case EMUNIC_TASK_WAIT:
-			if (!t->cq || !alive(d, &t->cq->o, OBJ_CQ))
+			if (!t->cq || !emunic_obj_alive(d, &t->cq->o, OBJ_CQ))
 				return bad(mq, i, t, "its CQ is not a live CQ of this device");
 			s = shadow_of(sh, nsh, t->cq, &fresh);
 			if (fresh) {

@@ -97,16 +97,11 @@ int emunic_eq_wait(struct emunic_eq *eq, struct emunic_event *ev, int timeout_ms
 	for (;;) {
 		uint32_t seq = eq ? atomic_load_explicit(&eq->seq, memory_order_acquire) : 0;
 		int r = emunic_eq_poll(eq, ev, 1);
-		long left;
 
+		if (!r)
+			r = emunic_wait_step(&eq->seq, seq, &eq->waiters, &t0, timeout_ms);
 		if (r)
 			return r < 0 ? r : 0;
-		left = timeout_ms < 0 ? 50 : timeout_ms - emunic_elapsed_ms(&t0);
-		if (left <= 0)
-			return -ETIMEDOUT;
-		atomic_fetch_add(&eq->waiters, 1);
-		emunic_futex_wait(&eq->seq, seq, left < 50 ? left : 50);
-		atomic_fetch_sub(&eq->waiters, 1);
 	}
 }
 
@@ -125,9 +120,7 @@ int emunic_le_create(struct emunic_dev *d, const struct emunic_le_attr *a, struc
 
 	if (!d || !a || !out)
 		return -EINVAL;
-	if (!emunic_obj_alive(d, a->mr ? &a->mr->o : NULL, OBJ_MR) ||
-	    (uintptr_t)a->addr < (uintptr_t)a->mr->mr->addr ||
-	    (uintptr_t)a->addr + a->len > (uintptr_t)a->mr->mr->addr + a->mr->mr->length)
+	if (!emunic_obj_alive(d, a->mr ? &a->mr->o : NULL, OBJ_MR) || !emunic_mr_covers(a->mr, a->addr, a->len))
 		return emunic_err(-EINVAL, "le_create: the buffer is not inside a live memory region of this device");
 	if ((a->ct && !emunic_obj_alive(d, &a->ct->o, OBJ_CT)) || (a->eq && !emunic_obj_alive(d, &a->eq->o, OBJ_EQ)))
 		return emunic_err(-EINVAL, "le_create: its counter or event queue is not live on this device");

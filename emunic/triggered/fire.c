@@ -68,8 +68,7 @@ static int check(struct emunic_dev *d, const struct emunic_op *op)
 		return bad(op, "its QP was not created EMUNIC_QP_TRIGGERED");
 	if (op->len && (!op->mr || !emunic_obj_alive(d, &op->mr->o, OBJ_MR)))
 		return bad(op, "its local buffer has no registered memory region");
-	if (op->len && ((uintptr_t)op->addr < (uintptr_t)op->mr->mr->addr ||
-			(uintptr_t)op->addr + op->len > (uintptr_t)op->mr->mr->addr + op->mr->mr->length))
+	if (op->len && !emunic_mr_covers(op->mr, op->addr, op->len))
 		return bad(op, "its local buffer is not inside its memory region");
 	if (op->len > UINT32_MAX)
 		return bad(op, "longer than one verbs message (4 GiB)");
@@ -83,11 +82,14 @@ static int check(struct emunic_dev *d, const struct emunic_op *op)
 	return 0;
 }
 
-static void free_trigs(struct trig **x, unsigned n)
+#define POST_STACK 8	/* single posts (the common case) need no array */
+
+static void free_trigs(struct trig **x, unsigned n, struct trig **stack)
 {
 	for (unsigned i = 0; i < n; i++)
 		free(x[i]);
-	free(x);
+	if (x != stack)
+		free(x);
 }
 
 /* n ops, all or none: checked and copied, table entries reserved, then
@@ -95,7 +97,7 @@ static void free_trigs(struct trig **x, unsigned n)
 static int post(struct emunic_dev *d, const struct emunic_op *ops, struct emunic_ct *const *on,
 		const uint64_t *threshold, unsigned n)
 {
-	struct trig **x;
+	struct trig *stack[POST_STACK], **x;
 	unsigned ntrig = 0;
 	int r = 0;
 
@@ -109,13 +111,12 @@ static int post(struct emunic_dev *d, const struct emunic_op *ops, struct emunic
 			return r;
 		ntrig += on && on[i];
 	}
-	x = calloc(n, sizeof(*x));
+	x = n > POST_STACK ? calloc(n, sizeof(*x)) : stack;
 	for (unsigned i = 0; x && i < n; i++) {
 		x[i] = calloc(1, sizeof(**x));
 		if (!x[i]) {
-			free_trigs(x, i);
-			x = NULL;
-			break;
+			free_trigs(x, i, stack);
+			return -ENOMEM;
 		}
 		x[i]->op = ops[i];
 		x[i]->lkey = ops[i].len ? ops[i].mr->mr->lkey : 0;
@@ -128,7 +129,7 @@ static int post(struct emunic_dev *d, const struct emunic_op *ops, struct emunic
 	 * fire: a full table refuses, it never waits. */
 	if (ntrig && atomic_fetch_add(&d->trig_used, ntrig) + ntrig > d->trig_max) {
 		atomic_fetch_sub(&d->trig_used, ntrig);
-		free_trigs(x, n);
+		free_trigs(x, n, stack);
 		return -ENOSPC;
 	}
 	pthread_mutex_lock(&d->post_lock);
@@ -142,10 +143,10 @@ static int post(struct emunic_dev *d, const struct emunic_op *ops, struct emunic
 	pthread_mutex_unlock(&d->post_lock);
 	if (r) {
 		atomic_fetch_sub(&d->trig_used, ntrig);
-		free_trigs(x, n);
+		free_trigs(x, n, stack);
 		return r;
 	}
-	free(x);
+	free_trigs(x, 0, stack);	/* the core owns the ops now */
 	if (!emunic_on_core(d))
 		emunic_core_doorbell(d);
 	return 0;

@@ -122,6 +122,16 @@ uint64_t rndv_ct_events(const struct rndv_ct *c, bool *failed)
 
 /* ---- create / destroy ----------------------------------------------------------- */
 
+/* An entry that only counts (credits, gets served): what peers read or
+ * write is elsewhere, so they all share one tiny buffer. */
+static int counting_entry(struct emunic_rndv *r, struct emunic_ct *ct, struct emunic_le **out)
+{
+	struct emunic_le_attr la = { .mr = r->region_mr, .addr = r->region + r->region_len - RNDV_UNIT,
+				     .len = RNDV_UNIT, .ct = ct };
+
+	return emunic_le_create(r->dev, &la, out);
+}
+
 static int make_peer(struct emunic_rndv *r, int p, struct rndv_card *mine)
 {
 	struct rndv_peer *pe = &r->peer[p];
@@ -144,9 +154,7 @@ static int make_peer(struct emunic_rndv *r, int p, struct rndv_card *mine)
 		e = emunic_ct_alloc(r->dev, &pe->credit_ct);
 	if (e)
 		return e;
-	la = (struct emunic_le_attr){ .mr = r->region_mr, .addr = r->region + r->region_len - RNDV_UNIT,
-				      .len = RNDV_UNIT, .ct = pe->credit_ct };
-	e = emunic_le_create(r->dev, &la, &pe->credit_le);
+	e = counting_entry(r, pe->credit_ct, &pe->credit_le);
 	if (e)
 		return e;
 	mine->bounce = emunic_le_target(pe->bounce_le);
@@ -167,15 +175,12 @@ static int make_stages(struct emunic_rndv *r)
 	e = emunic_mr_reg(r->dev, r->staging, len, &r->staging_mr);
 	for (unsigned i = 0; !e && i < r->attr.max_sends; i++) {
 		struct rndv_stage *s = &r->stages[i];
-		struct emunic_le_attr la = { .mr = r->region_mr, .addr = r->region + r->region_len - RNDV_UNIT,
-					     .len = RNDV_UNIT };
 
 		s->hdr = (struct rndv_hdr *)(r->staging + (size_t)i * r->slot_size);
 		e = rndv_ct_take(r, &s->c);
 		if (e)
 			break;
-		la.ct = s->c.ct;
-		e = emunic_le_create(r->dev, &la, &s->le);
+		e = counting_entry(r, s->c.ct, &s->le);
 		s->next = r->free_stages;
 		r->free_stages = s;
 	}
