@@ -67,8 +67,10 @@ struct emunic_conn_hello {
 	uint32_t magic;
 	int32_t rank;
 	int32_t index;		/* the k-th QP between the two ranks */
-	uint32_t pad;
+	uint32_t flags;		/* EMUNIC_HELLO_* */
 };
+#define EMUNIC_HELLO_ON_DEMAND (1u << 0)	/* request: either side may connect */
+#define EMUNIC_HELLO_YIELD (1u << 1)		/* reject: connect to me, my request is coming */
 /* Moves qp to INIT, RTR or RTS from rdma_init_qp_attr() with o's settings. */
 int emunic_cm_qp_move(struct rdma_cm_id *id, struct ibv_qp *qp, const struct emunic_qp_opts *o,
 		      enum ibv_qp_state to, int peer);

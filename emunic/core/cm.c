@@ -1,9 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Connections made by the progress core.  The k-th QP rank a makes to rank b
- * pairs with the k-th QP b makes to a; the higher rank connects, the lower
- * accepts, so two QPs per pair are impossible.  A request that arrives
- * before its QP was created is parked until it is.
+ * pairs with the k-th QP b makes to a.  Static QPs: the higher rank connects,
+ * the lower accepts, so two QPs per pair are impossible.  A request that
+ * arrives before its QP was created is parked until it is.
+ *
+ * On-demand QPs (seed 002): whoever needs the QP first connects; a request
+ * for a QP the app has not made yet makes one (emunic_qp_accept_on_demand).
+ * When both connect at once, the higher rank's connection wins: the higher
+ * refuses the lower's request with YIELD, and the lower drops its own
+ * attempt and accepts the higher's request on the same QP.
  */
 #include "emunic/core/core.h"
 #include "emunic/triggered/trig.h"
@@ -14,6 +20,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static void qp_opts(const struct emunic_qp *qp, struct emunic_qp_opts *o)
 {
@@ -39,6 +46,11 @@ static int create_vqp(struct emunic_dev *d, struct emunic_qp *qp)
 	return 0;
 }
 
+static bool on_demand(const struct emunic_qp *qp)
+{
+	return qp->attr.flags & EMUNIC_QP_ON_DEMAND;
+}
+
 static void qp_failed(struct emunic_qp *qp, const char *why)
 {
 	emunic_info("peer %d qp #%d: connection failed: %s", qp->peer, qp->index, why);
@@ -52,6 +64,7 @@ static void accept_on(struct emunic_dev *d, struct emunic_qp *qp, struct rdma_cm
 	struct rdma_conn_param p;
 	struct emunic_qp_opts o;
 
+	atomic_store(&qp->state, QP_CONNECTING);
 	qp->id = id;
 	id->context = qp;
 	qp_opts(qp, &o);
@@ -68,31 +81,82 @@ static void accept_on(struct emunic_dev *d, struct emunic_qp *qp, struct rdma_cm
 		qp_failed(qp, "rdma_accept failed");
 }
 
-/* Core: a QP the app created; connect it, or accept a parked request for it. */
-void emunic_cm_start(struct emunic_dev *d, struct emunic_qp *qp)
+static bool accept_parked(struct emunic_dev *d, struct emunic_qp *qp)
 {
-	struct parked_req **pp, *r;
-	struct sockaddr_in src = d->v->addr;
-
-	atomic_store(&qp->state, QP_CONNECTING);
-	if (qp->peer < d->rank) {
-		if (rdma_create_id(d->cm, &qp->id, qp, RDMA_PS_TCP)) {
-			qp_failed(qp, "rdma_create_id failed");
-			return;
-		}
-		src.sin_port = 0;
-		if (rdma_resolve_addr(qp->id, (struct sockaddr *)&src, (struct sockaddr *)&d->addr[qp->peer], 5000))
-			qp_failed(qp, "rdma_resolve_addr failed");
-		return;
-	}
-	for (pp = &d->parked; (r = *pp); pp = &r->next) {
+	for (struct parked_req **pp = &d->parked, *r; (r = *pp); pp = &r->next) {
 		if (r->peer == qp->peer && r->index == qp->index) {
 			*pp = r->next;
 			accept_on(d, qp, r->id);
 			free(r);
-			return;
+			return true;
 		}
 	}
+	return false;
+}
+
+/* Core: a QP the app created; connect it, or accept a parked request for it. */
+void emunic_cm_start(struct emunic_dev *d, struct emunic_qp *qp)
+{
+	struct sockaddr_in src = d->v->addr;
+
+	atomic_store(&qp->state, QP_CONNECTING);
+	if (accept_parked(d, qp) || (qp->peer > d->rank && !on_demand(qp)))
+		return;
+	if (rdma_create_id(d->cm, &qp->id, qp, RDMA_PS_TCP)) {
+		qp->id = NULL;
+		qp_failed(qp, "rdma_create_id failed");
+		return;
+	}
+	src.sin_port = 0;
+	if (rdma_resolve_addr(qp->id, (struct sockaddr *)&src, (struct sockaddr *)&d->addr[qp->peer], 5000))
+		qp_failed(qp, "rdma_resolve_addr failed");
+}
+
+/* The lower rank of a pair that both connected: its own attempt goes.
+ * Returns the attempt's id for the caller to destroy: not while an event
+ * of that id is unacknowledged (rdma_destroy_id would wait for it). */
+static struct rdma_cm_id *drop_attempt(struct emunic_qp *qp)
+{
+	struct rdma_cm_id *id = qp->id;
+
+	qp->id = NULL;
+	if (qp->vqp) {		/* never connected: no work was handed to it */
+		ibv_destroy_qp(qp->vqp);
+		qp->vqp = NULL;
+		qp->recvs_posted = false;
+	}
+	return id;
+}
+
+static void refuse(struct rdma_cm_id *id, const struct emunic_dev *d, uint32_t flags)
+{
+	struct emunic_conn_hello h = { .magic = EMUNIC_CONN_MAGIC, .rank = d->rank, .flags = flags };
+
+	rdma_reject(id, &h, sizeof(h));
+	rdma_destroy_id(id);
+}
+
+/* A QP the core makes for a peer's on-demand request (the app's next
+ * emunic_qp_create to that peer claims it). */
+static struct emunic_qp *make_on_demand(struct emunic_dev *d, int peer, int index)
+{
+	struct emunic_qp *qp = NULL;
+
+	pthread_mutex_lock(&d->post_lock);
+	if (d->od_accept && index == d->qp_seq[peer]) {
+		qp = emunic_qp_new(d, peer, &d->od_attr);
+		if (qp) {
+			qp->index = d->qp_seq[peer]++;
+			qp->od_next = d->od_unclaimed;
+			d->od_unclaimed = qp;
+		}
+	}
+	pthread_mutex_unlock(&d->post_lock);
+	if (qp) {
+		qp->o.next = d->objs;
+		d->objs = &qp->o;
+	}
+	return qp;
 }
 
 static struct emunic_qp *find_qp(struct emunic_dev *d, int peer, int index)
@@ -100,42 +164,123 @@ static struct emunic_qp *find_qp(struct emunic_dev *d, int peer, int index)
 	for (struct obj *o = d->objs; o; o = o->next) {
 		struct emunic_qp *qp = (struct emunic_qp *)o;
 
-		if (o->kind == OBJ_QP && qp->peer == peer && qp->index == index && !qp->id &&
-		    atomic_load(&qp->state) == QP_CONNECTING)
+		if (o->kind == OBJ_QP && qp->peer == peer && qp->index == index && !atomic_load(&o->gone))
 			return qp;
 	}
 	return NULL;
 }
 
-static void on_request(struct emunic_dev *d, struct rdma_cm_event *ev)
+static void on_request(struct emunic_dev *d, struct rdma_cm_id *id, const struct emunic_conn_hello *h)
 {
-	const struct emunic_conn_hello *h = ev->param.conn.private_data;
 	struct emunic_qp *qp;
 	struct parked_req *r;
+	bool od;
 
-	if (!h || ev->param.conn.private_data_len < sizeof(*h) || h->magic != EMUNIC_CONN_MAGIC ||
-	    h->rank <= d->rank || h->rank >= d->size || h->index < 0) {
+	if (!h || h->magic != EMUNIC_CONN_MAGIC ||
+	    h->rank < 0 || h->rank == d->rank || h->rank >= d->size || h->index < 0 ||
+	    (!(h->flags & EMUNIC_HELLO_ON_DEMAND) && h->rank < d->rank)) {
 		emunic_info("rejecting a connection request that is not from a peer of this job");
-		rdma_reject(ev->id, NULL, 0);
-		rdma_destroy_id(ev->id);
+		rdma_reject(id, NULL, 0);
+		rdma_destroy_id(id);
 		return;
 	}
+	od = h->flags & EMUNIC_HELLO_ON_DEMAND;
 	qp = find_qp(d, h->rank, h->index);
-	if (qp) {
-		accept_on(d, qp, ev->id);
+	if (qp && atomic_load(&qp->state) == QP_CONNECTING && !qp->id) {
+		accept_on(d, qp, id);
+		return;
+	}
+	if (qp && atomic_load(&qp->state) == QP_CONNECTING && od && on_demand(qp)) {
+		if (d->rank > h->rank) {	/* both connect: mine wins */
+			refuse(id, d, EMUNIC_HELLO_YIELD);
+			return;
+		}
+		struct rdma_cm_id *mine = drop_attempt(qp);	/* theirs wins */
+
+		if (mine)
+			rdma_destroy_id(mine);	/* its events are all acknowledged */
+		accept_on(d, qp, id);
+		return;
+	}
+	if (qp) {			/* up, failed, or being accepted: a stale attempt */
+		refuse(id, d, 0);
+		return;
+	}
+	if (od && (qp = make_on_demand(d, h->rank, h->index))) {
+		accept_on(d, qp, id);
 		return;
 	}
 	r = calloc(1, sizeof(*r));
 	if (!r) {
-		rdma_reject(ev->id, NULL, 0);
-		rdma_destroy_id(ev->id);
+		rdma_reject(id, NULL, 0);
+		rdma_destroy_id(id);
 		return;
 	}
-	*r = (struct parked_req){ .id = ev->id, .peer = h->rank, .index = h->index, .next = d->parked };
+	*r = (struct parked_req){ .id = id, .peer = h->rank, .index = h->index, .next = d->parked };
 	d->parked = r;
 }
 
-static void on_event(struct emunic_dev *d, struct rdma_cm_event *ev)
+/* The peer refused our request: it connects to us instead (YIELD), or not at all. */
+/* The peer refused our request: it connects to us instead (YIELD), or not
+ * at all.  Returns an id to destroy once ev is acknowledged. */
+static struct rdma_cm_id *on_rejected(struct emunic_dev *d, struct emunic_qp *qp, struct rdma_cm_event *ev)
+{
+	const struct emunic_conn_hello *h = ev->param.conn.private_data;
+	struct rdma_cm_id *mine;
+
+	if (on_demand(qp) && h && ev->param.conn.private_data_len >= sizeof(*h) &&
+	    h->magic == EMUNIC_CONN_MAGIC && (h->flags & EMUNIC_HELLO_YIELD) && qp->peer > d->rank) {
+		mine = drop_attempt(qp);
+		accept_parked(d, qp);
+		return mine;
+	}
+	emunic_info("peer %d qp #%d: connection refused (reject status %d)", qp->peer, qp->index, ev->status);
+	qp_failed(qp, "the peer refused the connection");
+	return NULL;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* $EMUNIC_ACCEPT_DELAY_MS: a peer that is slow to answer (tests make sends
+ * wait for a connection that is not up yet). */
+static void delay_request(struct emunic_dev *d, struct rdma_cm_id *id, const struct emunic_conn_hello *h)
+{
+	struct parked_req *r = calloc(1, sizeof(*r)), **pp = &d->delayed;
+
+	if (!r) {
+		on_request(d, id, h);
+		return;
+	}
+	*r = (struct parked_req){ .id = id, .h = *h, .due_ns = now_ns() + d->accept_delay_ms * 1000000ull };
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = r;
+}
+
+static int run_delayed(struct emunic_dev *d)
+{
+	uint64_t now = d->delayed ? now_ns() : 0;
+	int n = 0;
+
+	while (d->delayed && d->delayed->due_ns <= now) {
+		struct parked_req *r = d->delayed;
+
+		d->delayed = r->next;
+		on_request(d, r->id, &r->h);
+		free(r);
+		n++;
+	}
+	return n;
+}
+
+/* Returns an id to destroy after ev is acknowledged, or NULL. */
+static struct rdma_cm_id *on_event(struct emunic_dev *d, struct rdma_cm_event *ev)
 {
 	struct emunic_qp *qp = ev->id->context;
 	struct emunic_conn_hello h = { .magic = EMUNIC_CONN_MAGIC, .rank = d->rank };
@@ -143,11 +288,18 @@ static void on_event(struct emunic_dev *d, struct rdma_cm_event *ev)
 	struct emunic_qp_opts o;
 
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
-		on_request(d, ev);
-		return;
+		const struct emunic_conn_hello *rh = ev->param.conn.private_data;
+
+		if (!rh || ev->param.conn.private_data_len < sizeof(*rh))
+			rh = NULL;
+		if (d->accept_delay_ms && rh)
+			delay_request(d, ev->id, rh);
+		else
+			on_request(d, ev->id, rh);
+		return NULL;
 	}
-	if (!qp)
-		return;
+	if (!qp || ev->id != qp->id)
+		return NULL;	/* an attempt dropped since */
 	qp_opts(qp, &o);
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
@@ -161,6 +313,7 @@ static void on_event(struct emunic_dev *d, struct rdma_cm_event *ev)
 			break;
 		}
 		h.index = qp->index;
+		h.flags = on_demand(qp) ? EMUNIC_HELLO_ON_DEMAND : 0;
 		emunic_cm_params(&o, qp->vqp->qp_num, &h, &p);
 		if (rdma_connect(qp->id, &p))
 			qp_failed(qp, "rdma_connect failed");
@@ -176,12 +329,15 @@ static void on_event(struct emunic_dev *d, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_ESTABLISHED:
 		atomic_store(&qp->state, QP_UP);
 		break;
+	case RDMA_CM_EVENT_REJECTED:
+		return on_rejected(d, qp, ev);
 	case RDMA_CM_EVENT_DISCONNECTED:
 		break;
 	default:
 		qp_failed(qp, rdma_event_str(ev->event));
 		break;
 	}
+	return NULL;
 }
 
 int emunic_cm_events(struct emunic_dev *d)
@@ -190,11 +346,14 @@ int emunic_cm_events(struct emunic_dev *d)
 	int n = 0;
 
 	while (!rdma_get_cm_event(d->cm, &ev)) {
-		on_event(d, ev);
+		struct rdma_cm_id *dead = on_event(d, ev);
+
 		rdma_ack_cm_event(ev);
+		if (dead)
+			rdma_destroy_id(dead);
 		n++;
 	}
-	return n;
+	return n + run_delayed(d);
 }
 
 int emunic_cm_listen(struct emunic_dev *d)
@@ -206,6 +365,8 @@ int emunic_cm_listen(struct emunic_dev *d)
 	if (!d->cm)
 		return emunic_err(-errno, "rdma_create_event_channel failed (%s)", strerror(errno));
 	fcntl(d->cm->fd, F_SETFL, fcntl(d->cm->fd, F_GETFL) | O_NONBLOCK);
+	d->accept_delay_ms = (unsigned)strtoul(getenv("EMUNIC_ACCEPT_DELAY_MS") ? getenv("EMUNIC_ACCEPT_DELAY_MS") : "0",
+					       NULL, 10);
 	sa.sin_port = 0;
 	if (rdma_create_id(d->cm, &d->listen, NULL, RDMA_PS_TCP) ||
 	    rdma_bind_addr(d->listen, (struct sockaddr *)&sa) || rdma_listen(d->listen, 1024))
@@ -221,6 +382,14 @@ int emunic_cm_listen(struct emunic_dev *d)
 
 void emunic_cm_fini(struct emunic_dev *d)
 {
+	while (d->delayed) {
+		struct parked_req *r = d->delayed;
+
+		d->delayed = r->next;
+		rdma_reject(r->id, NULL, 0);
+		rdma_destroy_id(r->id);
+		free(r);
+	}
 	while (d->parked) {
 		struct parked_req *r = d->parked;
 

@@ -90,6 +90,7 @@ struct emunic_qp {
 	bool flushing;
 	struct trig *backlog, *backlog_tail;	/* TRIGGERED: fired, waiting for room */
 	bool recvs_posted;			/* TRIGGERED: receives for arrivals */
+	struct emunic_qp *od_next;		/* app (post_lock): accepted on demand, not claimed */
 };
 
 struct emunic_mq {
@@ -109,6 +110,8 @@ struct emunic_mr {
 struct parked_req {
 	struct rdma_cm_id *id;
 	int peer, index;
+	struct emunic_conn_hello h;	/* delayed requests: what it said */
+	uint64_t due_ns;		/* delayed requests: when to look at it */
 	struct parked_req *next;
 };
 
@@ -123,6 +126,10 @@ struct emunic_dev {
 	pthread_mutex_t post_lock;	/* one producer at a time; lists whole */
 	struct emunic_ring cmd;
 	int *qp_seq;			/* QPs made to each peer so far */
+	bool od_accept;			/* accept on-demand requests with od_attr */
+	struct emunic_qp_attr od_attr;
+	struct emunic_qp *od_unclaimed;	/* made by the core, no emunic_qp_create yet */
+	_Atomic unsigned nqps;
 
 	/* core side */
 	pthread_t thread;
@@ -138,6 +145,8 @@ struct emunic_dev {
 	struct obj *graveyard;		/* app (post_lock): destroyed, kept so a
 					 * stale handle still reads as dead */
 	struct parked_req *parked;
+	struct parked_req *delayed;	/* $EMUNIC_ACCEPT_DELAY_MS: requests held back */
+	unsigned accept_delay_ms;
 	void *uring;			/* struct io_uring, sleep mode */
 
 	/* emunic/triggered */
@@ -185,6 +194,8 @@ void emunic_exec_cancel_all(struct emunic_dev *d);
 void emunic_exec_qp_error(struct emunic_qp *qp, int status);
 
 /* mq/objects.c */
+/* A QP object, not yet linked or connected (caller holds post_lock). */
+struct emunic_qp *emunic_qp_new(struct emunic_dev *d, int peer, const struct emunic_qp_attr *attr);
 void emunic_obj_release(struct emunic_dev *d, struct obj *o);
 void emunic_obj_free(struct obj *o);
 int fifo_init(struct task_fifo *f, uint32_t entries);

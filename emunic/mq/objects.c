@@ -283,23 +283,22 @@ void emunic_qp_attr_init(struct emunic_qp_attr *a)
 	*a = (struct emunic_qp_attr){ .depth = 256, .rnr_retry = 7, .retry_cnt = 7, .timeout = 14 };
 }
 
-int emunic_qp_create(struct emunic_dev *d, int peer, const struct emunic_qp_attr *attr, struct emunic_qp **out)
+static bool qp_attr_ok(const struct emunic_dev *d, const struct emunic_qp_attr *a)
 {
-	struct emunic_qp *qp;
+	unsigned trig = EMUNIC_QP_TRIGGERED | EMUNIC_QP_ON_DEMAND;
 
-	if (!d || !out || !attr)
-		return -EINVAL;
-	if (peer < 0 || peer >= d->size || peer == d->rank)
-		return emunic_err(-EINVAL, "qp_create: peer %d is not another rank of this job (size %d)",
-				  peer, d->size);
-	if (attr->flags & ~(EMUNIC_QP_MANAGED_SEND | EMUNIC_QP_MANAGED_RECV | EMUNIC_QP_TRIGGERED) ||
-	    ((attr->flags & EMUNIC_QP_TRIGGERED) && (attr->flags & ~EMUNIC_QP_TRIGGERED)) ||
-	    (attr->send_cq && attr->send_cq->o.dev != d) || (attr->recv_cq && attr->recv_cq->o.dev != d) ||
-	    attr->rnr_retry > 7 || attr->retry_cnt > 7 || attr->timeout > 31)
-		return emunic_err(-EINVAL, "qp_create to peer %d: bad attributes", peer);
-	qp = calloc(1, sizeof(*qp));
+	return !(a->flags & ~(EMUNIC_QP_MANAGED_SEND | EMUNIC_QP_MANAGED_RECV | trig)) &&
+	       !((a->flags & EMUNIC_QP_TRIGGERED) && (a->flags & ~trig)) &&
+	       !(a->send_cq && a->send_cq->o.dev != d) && !(a->recv_cq && a->recv_cq->o.dev != d) &&
+	       a->rnr_retry <= 7 && a->retry_cnt <= 7 && a->timeout <= 31;
+}
+
+struct emunic_qp *emunic_qp_new(struct emunic_dev *d, int peer, const struct emunic_qp_attr *attr)
+{
+	struct emunic_qp *qp = calloc(1, sizeof(*qp));
+
 	if (!qp)
-		return -ENOMEM;
+		return NULL;
 	emunic_obj_init(&qp->o, d, OBJ_QP);
 	qp->peer = peer;
 	qp->attr = *attr;
@@ -316,12 +315,52 @@ int emunic_qp_create(struct emunic_dev *d, int peer, const struct emunic_qp_attr
 	if (fifo_init(&qp->sq, qp->attr.depth * 16) || fifo_init(&qp->rq, qp->attr.depth * 16)) {
 		free(qp->sq.q);
 		free(qp);
-		return -ENOMEM;
+		return NULL;
 	}
+	atomic_fetch_add(&d->nqps, 1);
+	return qp;
+}
+
+/* The QP a peer connected on demand before this rank made one (post_lock). */
+static struct emunic_qp *claim_on_demand(struct emunic_dev *d, int peer)
+{
+	for (struct emunic_qp **pp = &d->od_unclaimed; *pp; pp = &(*pp)->od_next) {
+		struct emunic_qp *qp = *pp;
+
+		if (qp->peer == peer) {
+			*pp = qp->od_next;
+			return qp;
+		}
+	}
+	return NULL;
+}
+
+int emunic_qp_create(struct emunic_dev *d, int peer, const struct emunic_qp_attr *attr, struct emunic_qp **out)
+{
+	struct emunic_qp *qp;
+
+	if (!d || !out || !attr)
+		return -EINVAL;
+	if (peer < 0 || peer >= d->size || peer == d->rank)
+		return emunic_err(-EINVAL, "qp_create: peer %d is not another rank of this job (size %d)",
+				  peer, d->size);
+	if (!qp_attr_ok(d, attr))
+		return emunic_err(-EINVAL, "qp_create to peer %d: bad attributes", peer);
 	pthread_mutex_lock(&d->post_lock);
-	qp->index = d->qp_seq[peer]++;
+	qp = (attr->flags & EMUNIC_QP_ON_DEMAND) ? claim_on_demand(d, peer) : NULL;
+	if (qp) {
+		pthread_mutex_unlock(&d->post_lock);
+		*out = qp;
+		return 0;
+	}
+	qp = emunic_qp_new(d, peer, attr);
+	if (qp)
+		qp->index = d->qp_seq[peer]++;
 	pthread_mutex_unlock(&d->post_lock);
+	if (!qp)
+		return -ENOMEM;
 	if (emunic_send_cmd(d, CMD_OBJ_CREATE, &qp->o)) {
+		atomic_fetch_sub(&d->nqps, 1);
 		free(qp->sq.q);
 		free(qp->rq.q);
 		free(qp);
@@ -331,9 +370,36 @@ int emunic_qp_create(struct emunic_dev *d, int peer, const struct emunic_qp_attr
 	return 0;
 }
 
+int emunic_qp_accept_on_demand(struct emunic_dev *d, const struct emunic_qp_attr *attr)
+{
+	if (!d || !attr || !(attr->flags & EMUNIC_QP_ON_DEMAND) || !qp_attr_ok(d, attr) || attr->send_cq ||
+	    attr->recv_cq)
+		return emunic_err(-EINVAL, "qp_accept_on_demand: attributes must name EMUNIC_QP_ON_DEMAND and "
+				  "no CQs");
+	pthread_mutex_lock(&d->post_lock);
+	d->od_attr = *attr;
+	d->od_accept = true;
+	pthread_mutex_unlock(&d->post_lock);
+	return 0;
+}
+
+unsigned emunic_dev_qps(const struct emunic_dev *d)
+{
+	return atomic_load(&((struct emunic_dev *)d)->nqps);
+}
+
 int emunic_qp_destroy(struct emunic_qp *qp)
 {
-	return emunic_obj_destroy(qp ? &qp->o : NULL, "qp");
+	int e = emunic_obj_destroy(qp ? &qp->o : NULL, "qp");
+
+	if (!e)
+		atomic_fetch_sub(&qp->o.dev->nqps, 1);
+	return e;
+}
+
+int emunic_qp_connected(const struct emunic_qp *qp)
+{
+	return atomic_load(&((struct emunic_qp *)qp)->state) == QP_UP;
 }
 
 int emunic_qp_peer(const struct emunic_qp *qp) { return qp->peer; }

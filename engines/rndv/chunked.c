@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The chunked receiver-driven rendezvous (seed 004, 3.2-3.3), in one place:
+ * Messages through the slots: eager (seed 000, III.A: the whole message in
+ * the slot) and the chunked receiver-driven rendezvous (seed 004, 3.2-3.3),
+ * in one place:
  *   isend       header + first chunk staged and put into the receiver's slot
  *               for this sequence number, triggered on the receiver's credit
  *               counter (the slot is free once the receiver freed the one
- *               `slots` messages earlier), so a full ring waits on the core;
+ *               `slots` messages earlier), so a full ring waits on the core
+ *               (flow control: slots.c); RTR-protocol sends go to rtr.c;
  *   arrival     (handler on the receiver's progress core) matched against
  *               posted receives; no match: the first chunk is copied out so
- *               the slot returns at once, in order; the credit goes back;
+ *               the slot returns at once (or, with HOLD_SLOTS, stays in its
+ *               slot until received); the free is reported to the sender;
  *   start_recv  first chunk copied, then gets of `chunk` bytes: the first c
  *               at once, get c + i triggered by the receive counter reaching
  *               i + 1; each get's completion notifies the sender's counting
@@ -18,6 +22,7 @@
 #include "engines/rndv/rndv_int.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,24 +49,6 @@ static uint8_t chunk_shift(const struct emunic_rndv *r)
 	return s;
 }
 
-/* ---- credits -------------------------------------------------------------------- */
-
-static int post_credit(struct emunic_rndv *r, int p)
-{
-	struct rndv_peer *pe = &r->peer[p];
-	struct emunic_op op = { .kind = EMUNIC_OP_PUT, .qp = pe->qp, .target = pe->card.credit };
-
-	return emunic_op_post(r->dev, &op);
-}
-
-/* Credits that met a full command ring go out on the next entry. */
-void rndv_flush_credits(struct emunic_rndv *r)
-{
-	for (int p = 0; p < r->size; p++)
-		while (r->peer[p].credits_owed && !post_credit(r, p))
-			r->peer[p].credits_owed--;
-}
-
 /* ---- send ------------------------------------------------------------------------- */
 
 static int send_check(struct emunic_rndv *r, const void *buf, size_t len, int dst, int tag)
@@ -83,14 +70,52 @@ static int send_check(struct emunic_rndv *r, const void *buf, size_t len, int ds
 	return 0;
 }
 
+int rndv_start_send(struct emunic_rndv *r, struct emunic_req *q)
+{
+	struct rndv_peer *pe = &r->peer[q->peer];
+	struct emunic_qp *qp = rndv_peer_qp(r, q->peer);
+	size_t nfirst = q->len < r->attr.first ? q->len : r->attr.first;
+	struct rndv_stage *s = q->stage;
+	struct emunic_rkey rk = q->mr ? emunic_mr_rkey(q->mr) : (struct emunic_rkey){ 0 };
+	/* Slot seq % slots is free once the receiver reported seq - slots freed. */
+	bool goes_now = q->seq < r->attr.slots + pe->acked_seen;
+	struct emunic_op op;
+	int e;
+
+	if (!qp)
+		return -EIO;
+	*s->hdr = (struct rndv_hdr){
+		.match_bits = (uint64_t)r->attr.ctx << 32 | (uint32_t)q->tag, .seq = q->seq, .total = q->len,
+		.src_addr = rk.addr + nfirst, .src_rkey = rk.rkey, .src_le = emunic_le_target(s->le).id,
+		.src_shift = chunk_shift(r), .first = (uint32_t)nfirst, .src_rank = r->rank, .chunk = r->attr.chunk,
+		.acked = pe->freed,
+	};
+	memcpy(s->hdr + 1, q->buf, nfirst);
+	op = (struct emunic_op){
+		.kind = EMUNIC_OP_PUT, .qp = qp, .addr = s->hdr, .len = sizeof(*s->hdr) + nfirst,
+		.mr = r->staging_mr, .target = pe->card.bounce,
+		.offset = (q->seq % r->attr.slots) * r->slot_size, .ct = s->c.ct, .user = (uintptr_t)q,
+	};
+	e = rndv_ct_rebase(&s->c);
+	if (!e)
+		e = emunic_trig_post(r->dev, &op, pe->credit_ct,
+				     q->seq >= r->attr.slots ? q->seq - r->attr.slots + 1 : 0);
+	if (e)
+		return e;
+	rndv_piggyback(r, q->peer, goes_now);
+	q->c = s->c;
+	q->started = true;
+	r->stats.slot_waits += !goes_now;
+	r->stats.eager += q->len <= r->attr.first;
+	atomic_store(&q->state, REQ_GETTING);
+	return 0;
+}
+
 int emunic_isend(struct emunic_rndv *r, const void *buf, size_t len, int dst, int tag, struct emunic_req **out)
 {
-	size_t nfirst = len < r->attr.first ? len : r->attr.first;
+	size_t nfirst;
 	struct emunic_req *q;
-	struct rndv_peer *pe;
 	struct rndv_stage *s;
-	struct emunic_op op;
-	struct emunic_rkey rk = { 0 };
 	int e;
 
 	if (!r || !out)
@@ -98,63 +123,61 @@ int emunic_isend(struct emunic_rndv *r, const void *buf, size_t len, int dst, in
 	e = send_check(r, buf, len, dst, tag);
 	if (e)
 		return e;
+	nfirst = len < r->attr.first ? len : r->attr.first;
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
 	q->r = r;
 	q->kind = REQ_SEND;
 	q->peer = dst;
+	q->tag = tag;
 	q->buf = (char *)buf;
 	q->len = len;
 	q->st = (struct emunic_status){ .source = r->rank, .tag = tag, .len = len, .total = len };
+	atomic_store(&q->state, REQ_POSTED);
 	if (len > nfirst) {
 		e = emunic_mr_reg(r->dev, (void *)buf, len, &q->mr);
 		if (e) {
 			free(q);
 			return e;
 		}
-		rk = emunic_mr_rkey(q->mr);
 	}
-	pe = &r->peer[dst];
 	pthread_mutex_lock(&r->lock);
-	rndv_flush_credits(r);
+	rndv_flush(r);
 	s = r->free_stages;
 	if (!s) {
 		pthread_mutex_unlock(&r->lock);
-		fprintf(stderr, "emunic: rank %d: isend to rank %d: %u sends in flight (max_sends); test or wait "
-			"some first\n", r->rank, dst, r->attr.max_sends);
+		fprintf(stderr, "emunic: rank %d: isend to rank %d: %u sends and RTR receives in flight (max_sends); "
+			"test or wait some first\n", r->rank, dst, r->attr.max_sends);
 		e = -ENOSPC;
 		goto fail;
 	}
-	*s->hdr = (struct rndv_hdr){
-		.match_bits = (uint64_t)r->attr.ctx << 32 | (uint32_t)tag, .seq = pe->send_seq, .total = len,
-		.src_addr = rk.addr + nfirst, .src_rkey = rk.rkey, .src_le = emunic_le_target(s->le).id,
-		.src_shift = chunk_shift(r), .first = (uint32_t)nfirst, .src_rank = r->rank, .chunk = r->attr.chunk,
-	};
-	memcpy(s->hdr + 1, buf, nfirst);
-	op = (struct emunic_op){
-		.kind = EMUNIC_OP_PUT, .qp = pe->qp, .addr = s->hdr, .len = sizeof(*s->hdr) + nfirst,
-		.mr = r->staging_mr, .target = pe->card.bounce,
-		.offset = (pe->send_seq % r->attr.slots) * r->slot_size, .ct = s->c.ct, .user = (uintptr_t)q,
-	};
-	e = rndv_ct_rebase(&s->c);
-	/* Slot seq % slots is free once the receiver freed seq - slots. */
-	if (!e)
-		e = emunic_trig_post(r->dev, &op, pe->credit_ct,
-				     pe->send_seq >= r->attr.slots ? pe->send_seq - r->attr.slots + 1 : 0);
+	q->stage = s;
+	q->c = s->c;
+	if (rndv_is_rtr(r, len)) {
+		e = rndv_rtr_isend(r, q);
+	} else {
+		q->seq = r->peer[dst].send_seq++;
+		q->need = 1 + ngets_of(r->attr.chunk, len, nfirst);
+		/* seed 000 without test-on-init: the first test starts it. */
+		e = r->attr.progress == EMUNIC_PROGRESS_TEST ? 0 : rndv_start_send(r, q);
+		if (!e && !q->started)
+			rndv_host_add(r, q);
+		if (e)
+			r->peer[dst].send_seq--;	/* nothing went: the sequence has no gap */
+		else
+			rndv_peer_qp(r, dst);		/* the first message makes the connection */
+	}
 	if (e) {
 		pthread_mutex_unlock(&r->lock);
 		goto fail;
 	}
 	r->free_stages = s->next;
-	q->stage = s;
-	q->c = s->c;
-	q->need = 1 + ngets_of(r->attr.chunk, len, nfirst);
-	pe->send_seq++;
 	r->live_reqs++;
 	r->stats.sends++;
-	atomic_store(&q->state, REQ_GETTING);
 	pthread_mutex_unlock(&r->lock);
+	if (q->rtr && r->attr.progress == EMUNIC_PROGRESS_WAIT_ON_SEND)
+		rndv_wait_on_send(q);
 	*out = q;
 	return 0;
 fail:
@@ -187,7 +210,7 @@ static void post_gets(struct emunic_rndv *r, struct emunic_req *q)
 		uint64_t i = q->next_get, off = i * chunk, rlen = rest - off < chunk ? rest - off : chunk;
 		uint64_t at = h->first + off, llen = q->len > at ? (q->len - at < rlen ? q->len - at : rlen) : 0;
 		struct emunic_op op = {
-			.kind = EMUNIC_OP_GET, .qp = r->peer[q->peer].qp, .addr = q->buf + (llen ? at : 0),
+			.kind = EMUNIC_OP_GET, .qp = rndv_peer_qp(r, q->peer), .addr = q->buf + (llen ? at : 0),
 			.len = llen, .mr = llen ? q->mr : NULL, .target = t, .offset = off, .ct = q->c.ct,
 			/* Each completion may post what a full table refused. */
 			.eq = r->refill, .user = (uintptr_t)q,
@@ -241,17 +264,32 @@ int rndv_start_recv(struct emunic_rndv *r, struct emunic_req *q, const struct rn
 	return 0;
 }
 
+/* A receive takes a message that waited for it; its slot (HOLD_SLOTS) or
+ * its copy goes. */
+static void take_arrival(struct emunic_rndv *r, struct emunic_req *q, struct rndv_arrival *a)
+{
+	rndv_start_recv(r, q, &a->hdr, a->peer, a->data);
+	if (a->held)
+		rndv_slot_free(r, a->peer, a->hdr.seq);
+	else
+		free(a->data);
+	free(a);
+}
+
 int emunic_irecv(struct emunic_rndv *r, void *buf, size_t len, int src, int tag, struct emunic_req **out)
 {
 	struct match_entry *hit = NULL;
 	struct emunic_req *q;
+	bool rtr;
 	int e;
 
 	if (!r || !out)
 		return -EINVAL;
-	if (match_check_recv(&r->m, src, tag) || (len && !buf)) {
-		fprintf(stderr, "emunic: rank %d: irecv from rank %d tag %d: %s\n", r->rank, src, tag,
+	rtr = rndv_is_rtr(r, len);
+	if (match_check_recv(&r->m, src, tag) || (len && !buf) || (rtr && src == MATCH_ANY)) {
+		fprintf(stderr, "emunic: rank %d: irecv of %zu bytes from rank %d tag %d: %s\n", r->rank, len, src, tag,
 			len && !buf ? "no buffer" : src != MATCH_ANY && (src < 0 || src >= r->size) ? "no such rank"
+			: rtr && src == MATCH_ANY ? "an RTR receive (longer than the eager limit) must name its source"
 			: "the tag is negative (other than EMUNIC_ANY_TAG) or above EMUNIC_TAG_MAX");
 		return -EINVAL;
 	}
@@ -262,13 +300,16 @@ int emunic_irecv(struct emunic_rndv *r, void *buf, size_t len, int src, int tag,
 	q->kind = REQ_RECV;
 	q->buf = buf;
 	q->len = len;
+	q->tag = tag;
 	q->me = (struct match_entry){ .src = src, .tag = tag, .ctx = r->attr.ctx, .owner = q };
 	atomic_store(&q->state, REQ_POSTED);
 	e = len > r->attr.first ? emunic_mr_reg(r->dev, buf, len, &q->mr) : 0;
 	if (!e)
 		e = rndv_ct_take(r, &q->c);
 	pthread_mutex_lock(&r->lock);
-	if (!e)
+	if (!e && rtr)
+		e = rndv_rtr_irecv(r, q);
+	else if (!e)
 		e = match_post(&r->m, &q->me, &hit);
 	if (e < 0) {
 		pthread_mutex_unlock(&r->lock);
@@ -281,14 +322,14 @@ int emunic_irecv(struct emunic_rndv *r, void *buf, size_t len, int src, int tag,
 	r->live_reqs++;
 	r->stats.recvs++;
 	if (hit) {		/* it came first: its first chunk waits in memory */
-		struct rndv_arrival *a = hit->owner;
-
 		r->stats.unexpected++;
-		rndv_start_recv(r, q, &a->hdr, a->peer, a->data);
-		free(a->data);
-		free(a);
+		take_arrival(r, q, hit->owner);
 	}
-	rndv_flush_credits(r);
+	/* seed 002: a receive from any source connects to every peer. */
+	for (int p = 0; src == MATCH_ANY && p < r->size; p++)
+		if (p != r->rank)
+			rndv_peer_qp(r, p);
+	rndv_flush(r);
 	pthread_mutex_unlock(&r->lock);
 	*out = q;
 	return 0;
@@ -309,13 +350,12 @@ static void on_match(void *arg, struct match_entry *recv, struct match_entry *ms
 
 	x->r->stats.expected += a == x->cur;
 	x->r->stats.unexpected += a != x->cur;
-	rndv_start_recv(x->r, recv->owner, &a->hdr, a->peer, a->data);
-	if (a == x->cur) {
-		x->cur_matched = true;
-		return;		/* its data is still in the slot */
+	if (a != x->cur) {
+		take_arrival(x->r, recv->owner, a);
+		return;
 	}
-	free(a->data);
-	free(a);
+	rndv_start_recv(x->r, recv->owner, &a->hdr, a->peer, a->data);
+	x->cur_matched = true;	/* its slot is freed by the caller */
 }
 
 void rndv_on_arrival(void *arg, const struct emunic_event *ev)
@@ -328,7 +368,8 @@ void rndv_on_arrival(void *arg, const struct emunic_event *ev)
 
 	if (ev->kind != EMUNIC_EV_PUT || ev->status || ev->peer < 0 || ev->peer >= r->size ||
 	    ev->offset % r->slot_size || ev->offset >= (uint64_t)r->attr.slots * r->slot_size ||
-	    ev->length < sizeof(struct rndv_hdr) - 16) {
+	    ev->length < sizeof(struct rndv_hdr) - 16 ||
+	    ev->hdr_data % r->attr.slots != ev->offset / r->slot_size) {
 		fprintf(stderr, "emunic: rank %d: a malformed first chunk from rank %d (offset %llu, %llu bytes): "
 			"dropped\n", r->rank, ev->peer, (unsigned long long)ev->offset, (unsigned long long)ev->length);
 		return;
@@ -349,13 +390,17 @@ void rndv_on_arrival(void *arg, const struct emunic_event *ev)
 				      .ctx = (uint32_t)(a->hdr.match_bits >> 32), .seq = a->hdr.seq, .owner = a };
 	x.cur = a;
 	pthread_mutex_lock(&r->lock);
+	rndv_acked(r, ev->peer, a->hdr.acked);
 	e = match_arrive(&r->m, &a->me, on_match, &x);
 	if (e < 0) {
 		fprintf(stderr, "emunic: rank %d: message seq %llu from rank %d refused by matching (%s)\n", r->rank,
 			(unsigned long long)a->hdr.seq, ev->peer, strerror(-e));
 		free(a);
 	} else if (x.cur_matched) {
+		rndv_slot_free(r, ev->peer, a->hdr.seq);
 		free(a);
+	} else if (r->attr.flags & EMUNIC_RNDV_HOLD_SLOTS) {
+		a->held = true;		/* the slot is its buffer until a receive takes it */
 	} else {		/* waits for a receive: keep the data, free the slot */
 		char *copy = malloc(a->hdr.first ? a->hdr.first : 1);
 
@@ -367,9 +412,9 @@ void rndv_on_arrival(void *arg, const struct emunic_event *ev)
 			a->hdr.first = 0;
 		}
 		a->data = copy;
+		rndv_slot_free(r, ev->peer, a->hdr.seq);
 	}
-	r->peer[ev->peer].credits_owed++;
-	rndv_flush_credits(r);
+	rndv_flush(r);
 	pthread_mutex_unlock(&r->lock);
 }
 
@@ -381,13 +426,49 @@ void rndv_on_refill(void *arg, const struct emunic_event *ev)
 	pthread_mutex_lock(&r->lock);
 	if (atomic_load(&q->state) == REQ_GETTING && q->next_get < q->ngets)
 		post_gets(r, q);
-	rndv_flush_credits(r);
+	rndv_flush(r);
 	pthread_mutex_unlock(&r->lock);
+}
+
+void rndv_host_add(struct emunic_rndv *r, struct emunic_req *q)
+{
+	if (q->on_host)
+		return;
+	q->on_host = true;
+	rndv_list_append(&r->host, &r->host_tail, q, offsetof(struct emunic_req, next_host));
+}
+
+void rndv_host_remove(struct emunic_rndv *r, struct emunic_req *q)
+{
+	if (q->on_host)
+		rndv_list_remove(&r->host, &r->host_tail, q, offsetof(struct emunic_req, next_host));
+	q->on_host = false;
+}
+
+/* The host-progressed variants (seed 000): what the app's call does, in
+ * posting order, for every request of the endpoint (as a host-progressed MPI
+ * progresses everything on any call). */
+static void host_progress(struct emunic_rndv *r)
+{
+	for (struct emunic_req *q = r->host, *nx; q; q = nx) {
+		nx = q->next_host;
+		if (!q->rtr)
+			rndv_start_send(r, q);
+		else
+			rndv_rtr_answer(r, q);
+		if (q->started || atomic_load(&q->state) == REQ_DONE)
+			rndv_host_remove(r, q);
+	}
+	for (int p = 0; p < r->size; p++)
+		for (struct emunic_req *w = r->peer[p].rtr_wait; w; w = w->next_owed)
+			w->rtr_matched = true;	/* on a receive: may be announced */
 }
 
 void rndv_progress_req(struct emunic_rndv *r, struct emunic_req *q)
 {
+	if (r->attr.progress != EMUNIC_PROGRESS_CORE)
+		host_progress(r);
 	if (q->kind == REQ_RECV && atomic_load(&q->state) == REQ_GETTING && q->next_get < q->ngets)
 		post_gets(r, q);
-	rndv_flush_credits(r);
+	rndv_flush(r);
 }

@@ -19,8 +19,11 @@ static bool check_done(struct emunic_req *q)
 		return true;
 	if (s != REQ_GETTING)
 		return false;
-	/* The peer's QP failed: its gets (or their notices) will not come. */
-	if (q->kind == REQ_SEND && emunic_qp_failed(q->r->peer[q->peer].qp)) {
+	/* The peer's QP failed: its gets (or their notices, or the answer to
+	 * an RTR) will not come. */
+	struct emunic_qp *qp = q->r->peer[q->peer].qp;
+
+	if ((q->kind == REQ_SEND || q->rtr) && qp && emunic_qp_failed(qp) && !q->wake_owed) {
 		q->st.error = -EIO;
 		atomic_store(&q->state, REQ_DONE);
 		return true;
@@ -100,7 +103,10 @@ int emunic_cancel(struct emunic_req *q)
 	if (q->kind != REQ_RECV)
 		return -EBUSY;
 	pthread_mutex_lock(&q->r->lock);
-	e = atomic_load(&q->state) == REQ_POSTED ? match_cancel(&q->r->m, &q->me) : -ENOENT;
+	if (atomic_load(&q->state) != REQ_POSTED)
+		e = -ENOENT;
+	else
+		e = q->rtr ? rndv_rtr_withdraw(q->r, q) : match_cancel(&q->r->m, &q->me);
 	if (!e) {
 		q->st.error = -ECANCELED;
 		atomic_store(&q->state, REQ_CANCELED);
@@ -120,16 +126,20 @@ int emunic_req_free(struct emunic_req *q)
 		return -EBUSY;
 	r = q->r;
 	pthread_mutex_lock(&r->lock);
-	if (q->kind == REQ_SEND) {
-		/* A failed send's counter may still move: do not reuse it. */
-		if (!q->st.error) {
+	rndv_unowe(r, q);
+	rndv_host_remove(r, q);
+	if (q->kind == REQ_RECV && q->rtr && q->started && r->peer[q->peer].landing_req[q->landing] == q)
+		r->peer[q->peer].landing_req[q->landing] = NULL;	/* failed: the slot is not reused */
+	give = !q->st.error || q->st.error == -EMSGSIZE || q->st.error == -ECANCELED;
+	if (q->stage && give) {
+		/* A failed send's counter (or a failed RTR's stage) may still
+		 * be in use: do not reuse them. */
+		if (q->kind == REQ_SEND)
 			q->stage->c = q->c;
-			q->stage->next = r->free_stages;
-			r->free_stages = q->stage;
-		}
-	} else {
-		give = !q->st.error || q->st.error == -EMSGSIZE || q->st.error == -ECANCELED;
+		q->stage->next = r->free_stages;
+		r->free_stages = q->stage;
 	}
+	give = give && q->kind == REQ_RECV;
 	r->live_reqs--;
 	pthread_mutex_unlock(&r->lock);
 	if (give)

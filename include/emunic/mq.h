@@ -119,6 +119,12 @@ uint64_t emunic_cq_count(const struct emunic_cq *cq);
  * receives posted and turns arriving writes-with-immediate into counts and
  * events; task lists may not name it. */
 #define EMUNIC_QP_TRIGGERED (1u << 2)
+/* Connections on demand (seed 002): either side may connect first, and a
+ * peer's request for a QP this rank has not made yet makes it (see
+ * emunic_qp_accept_on_demand).  When both connect at once the higher
+ * rank's connection is kept and the lower rank's is refused, so a pair
+ * never ends up with two QPs. */
+#define EMUNIC_QP_ON_DEMAND (1u << 3)
 
 struct emunic_qp_attr {
 	unsigned flags;			/* EMUNIC_QP_MANAGED_* */
@@ -145,6 +151,18 @@ int emunic_qp_peer(const struct emunic_qp *qp);
 int emunic_qp_failed(const struct emunic_qp *qp);
 /* Waits (bounded) until the connection is up: 0, -ETIMEDOUT, -ECONNREFUSED. */
 int emunic_qp_wait_connected(struct emunic_qp *qp, int timeout_ms);
+/* Nonzero once the connection is up. */
+int emunic_qp_connected(const struct emunic_qp *qp);
+/*
+ * From now on an EMUNIC_QP_ON_DEMAND request from a peer for a QP this rank
+ * has not created is accepted on a QP the progress core makes with attr
+ * (flags must include EMUNIC_QP_ON_DEMAND); the next emunic_qp_create to that
+ * peer with EMUNIC_QP_ON_DEMAND returns it instead of making another.
+ * Without it such requests wait until this rank creates the QP.
+ */
+int emunic_qp_accept_on_demand(struct emunic_dev *dev, const struct emunic_qp_attr *attr);
+/* QPs this device has (created by the app or accepted on demand, not destroyed). */
+unsigned emunic_dev_qps(const struct emunic_dev *dev);
 
 #define EMUNIC_TASK_SIGNAL (1u << 0)		/* one completion on the MQ */
 #define EMUNIC_TASK_WAIT_EN_LAST (1u << 1)	/* WAIT: advance the CQ's wait base */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * emunic-rndv: checks of the chunked receiver-driven rendezvous on a real
- * device, one per name (emunic-run -n N emunic-rndv NAME [options]).  Every
+ * emunic-rndv: checks of the point-to-point engine (eager, chunked and RTR
+ * rendezvous, connections on demand) on a real device, one per name
+ * (emunic-run -n N emunic-rndv NAME [options]).  Every
  * payload byte is a function of (sender, message, offset), so a receive that
  * matched the wrong message or lost a chunk is caught byte by byte.
  */
@@ -19,8 +20,9 @@
 static const char usage[] =
 	"usage: emunic-run -n N emunic-rndv CHECK [options]\n"
 	"\n"
-	"Checks of the chunked receiver-driven rendezvous (engines/rndv) over the\n"
-	"progress core's triggered operations.  Prints 'emunic-rndv: CHECK: PASS'.\n"
+	"Checks of the point-to-point engine (engines/rndv: eager, chunked and RTR\n"
+	"rendezvous, connections on demand) over the progress core's triggered\n"
+	"operations.  Prints 'emunic-rndv: CHECK: PASS'.\n"
 	"\n"
 	"CHECK:\n"
 	"  table1     seed 004 Table 1: two sends (t1, t2), seven receive orderings,\n"
@@ -35,9 +37,22 @@ static const char usage[] =
 	"  truncate   a message larger than the receive buffer: -EMSGSIZE, the\n"
 	"             prefix delivered, the sender completes\n"
 	"  bad        bad destination, tag or source: -EINVAL, nothing else hurt\n"
+	"  inorder    --count sends posted before the connection is up (on demand;\n"
+	"             needs EMUNIC_ACCEPT_DELAY_MS) arrive in order, byte-exact\n"
+	"  storm      every rank sends to every rank at once (on demand): exactly\n"
+	"             one QP per pair, every message delivered\n"
+	"  anysource  an ANY_SOURCE receive connects to every peer (on demand)\n"
+	"  exhaust    with --hold, 4 x slots eager messages and no receive: only\n"
+	"             `slots` arrive, the rest wait (none dropped) until received\n"
+	"  acks       slot frees reported explicitly (one way) and piggybacked\n"
+	"             (ping-pong)\n"
+	"  startall   RTR sends progressed by emunic_startall: done when answered,\n"
+	"             -ETIMEDOUT within its bound when no receive is posted\n"
 	"\n"
 	"Options: --first K  --chunk S (0: one get)  --credits C  --slots N\n"
 	"         --count M (messages per pair, sizes)  --max BYTES  --seed X\n"
+	"         --proto chunked|rtr  --progress core|test|test-on-init|wait-on-send\n"
+	"         --on-demand  --hold  --max-sends N\n"
 	"Exit: 0 pass, 1 a check failed, 2 usage.\n";
 
 static struct {
@@ -439,6 +454,12 @@ static void check_bad(void)
 	CHECK(emunic_isend(T.r, b, 1, (T.rank + 1) % T.size, EMUNIC_TAG_MAX + 1, &q) == -EINVAL, "huge tag accepted");
 	CHECK(emunic_irecv(T.r, b, 1, T.size + 3, 0, &q) == -EINVAL, "receive from a rank that does not exist accepted");
 	CHECK(emunic_irecv(T.r, b, 1, 0, -7, &q) == -EINVAL, "receive with tag -7 accepted");
+	if (T.a.proto == EMUNIC_RNDV_RTR) {
+		static char big[1 << 16];
+
+		CHECK(emunic_irecv(T.r, big, sizeof(big), EMUNIC_ANY_SOURCE, 0, &q) == -EINVAL,
+		      "an RTR receive from ANY_SOURCE accepted");
+	}
 	/* Nothing else was hurt: a normal exchange still works. */
 	T.count = 3;
 	exchange(random_size, NULL, 3);
@@ -449,16 +470,341 @@ static void check_sizes(void)
 	exchange(random_size, NULL, T.count);
 }
 
+/* ---- eager, RTR and connections on demand ------------------------------------------------ */
+
+static void nap_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* The accepting side learns "established" a moment after data may already
+ * flow: poll (bounded) rather than read it once. */
+static int connected(int p)
+{
+	for (int i = 0; i < 500; i++) {
+		if (emunic_rndv_connected(T.r, p) == 1)
+			return 1;
+		nap_ms(10);
+	}
+	return 0;
+}
+
+static struct emunic_rndv_stats stats(void)
+{
+	struct emunic_rndv_stats st;
+
+	CHECK(!emunic_rndv_stats(T.r, &st), "rndv_stats");
+	return st;
+}
+
+/* Eager sizes 0 .. first, with a rendezvous one every fifth message. */
+static size_t inorder_size(unsigned k)
+{
+	return k % 5 == 4 ? 3 * T.a.first + k : k % (T.a.first + 1);
+}
+
+static void check_inorder(void)
+{
+	unsigned n = (unsigned)T.count;
+	struct emunic_req **q = calloc(n, sizeof(*q));
+	char **b = calloc(n, sizeof(*b));
+
+	CHECK(T.size == 2 && q && b, "inorder runs with 2 ranks");
+	CHECK(T.a.flags & EMUNIC_RNDV_ON_DEMAND, "inorder needs --on-demand");
+	sync_ranks();
+	if (T.rank == 0) {
+		CHECK(emunic_dev_qps(T.dev) == 0 && stats().peers_connected == 0,
+		      "%u QPs before the first message (on demand: none)", emunic_dev_qps(T.dev));
+		for (unsigned k = 0; k < n; k++) {
+			b[k] = filled(0, k, inorder_size(k));
+			q[k] = isend(b[k], inorder_size(k), 1, (int)(k % 5));
+		}
+		/* Every send was posted while the connection was not up. */
+		CHECK(emunic_rndv_connected(T.r, 1) == 0, "the connection came up before the %u sends were posted "
+		      "(run with EMUNIC_ACCEPT_DELAY_MS)", n);
+		printf("emunic-rndv: %u sends posted before the connection was up\n", n);
+		for (unsigned k = 0; k < n; k++) {
+			wait_free(q[k], "send");
+			free(b[k]);
+		}
+		CHECK(emunic_dev_qps(T.dev) == 1, "%u QPs after sending to one peer", emunic_dev_qps(T.dev));
+	} else {
+		for (unsigned k = 0; k < n; k++) {
+			size_t len = inorder_size(k), bad;
+			/* ANY_TAG on eager receives: only the order can pick the message. */
+			int tag = k % 3 == 1 && len <= T.a.first ? EMUNIC_ANY_TAG : (int)(k % 5);
+			struct emunic_status st;
+
+			b[k] = calloc(1, len + 1);
+			q[k] = irecv(b[k], len, 0, tag);
+			st = wait_free(q[k], "receive");
+			CHECK(st.tag == (int)(k % 5) && st.len == len && !st.error,
+			      "receive %u: tag %d, %zu bytes, error %d; want tag %u, %zu bytes", k, st.tag, st.len,
+			      st.error, k % 5, len);
+			bad = first_bad(b[k], 0, k, len);
+			CHECK(bad == len, "receive %u (%zu bytes): byte %zu differs: out of order", k, len, bad);
+			free(b[k]);
+		}
+	}
+	free(q);
+	free(b);
+	sync_ranks();
+}
+
+static void check_storm(void)
+{
+	int n = T.size, me = T.rank;
+	struct emunic_req **sq = calloc((size_t)n, sizeof(*sq)), **rq = calloc((size_t)n, sizeof(*rq));
+	char **sb = calloc((size_t)n, sizeof(*sb)), **rb = calloc((size_t)n, sizeof(*rb));
+	unsigned mine, *all = calloc((size_t)n, sizeof(*all));
+	size_t len = 256;
+
+	CHECK(sq && rq && sb && rb && all, "out of memory");
+	CHECK(T.a.flags & EMUNIC_RNDV_ON_DEMAND, "storm needs --on-demand");
+	for (int round = 0; round < 2; round++) {
+		sync_ranks();
+		/* Everyone connects to everyone at the same moment. */
+		for (int i = 1; i < n; i++) {
+			int p = (me + i) % n;
+
+			sb[p] = filled(me, (unsigned)round, len);
+			sq[p] = isend(sb[p], len, p, round);
+		}
+		for (int p = 0; p < n; p++) {
+			if (p == me)
+				continue;
+			rb[p] = calloc(1, len);
+			rq[p] = irecv(rb[p], len, p, round);
+		}
+		for (int p = 0; p < n; p++) {
+			struct emunic_status rs;
+
+			if (p == me)
+				continue;
+			if (emunic_wait(rq[p], &rs, 30000)) {
+				for (int x = 0; x < n; x++)
+					if (x != me)
+						fprintf(stderr, "emunic-rndv: rank %d: to rank %d: connected %d\n", me, x,
+							emunic_rndv_connected(T.r, x));
+				FAIL("round %d: the message from rank %d did not arrive in 30 s (%u QPs)", round, p,
+				     emunic_dev_qps(T.dev));
+			}
+			wait_free(rq[p], "receive");
+			CHECK(first_bad(rb[p], p, (unsigned)round, len) == len, "message from %d differs", p);
+			wait_free(sq[p], "send");
+			free(rb[p]);
+			free(sb[p]);
+			CHECK(connected(p), "no connection to rank %d after the exchange", p);
+		}
+		mine = emunic_dev_qps(T.dev);
+		CHECK(!emunic_dev_allgather(T.dev, &mine, sizeof(mine), all), "allgather");
+		for (int p = 0; p < n; p++)
+			CHECK(all[p] == (unsigned)n - 1, "round %d: rank %d has %u QPs; want %d (one per pair)", round, p,
+			      all[p], n - 1);
+		CHECK(stats().peers_connected == (unsigned)n - 1, "peers_connected %u", stats().peers_connected);
+	}
+	if (me == 0)
+		printf("emunic-rndv: %d ranks: %d QPs each, %d pairs, one QP per pair\n", n, n - 1, n * (n - 1) / 2);
+	free(sq);
+	free(rq);
+	free(sb);
+	free(rb);
+	free(all);
+	sync_ranks();
+}
+
+static void check_anysource(void)
+{
+	int n = T.size;
+
+	CHECK(n >= 3 && (T.a.flags & EMUNIC_RNDV_ON_DEMAND), "anysource runs with >= 3 ranks and --on-demand");
+	sync_ranks();
+	if (T.rank == 0) {
+		struct emunic_req **q = calloc((size_t)n, sizeof(*q));
+		uint64_t *b = calloc((size_t)n, sizeof(*b)), seen = 0;
+
+		CHECK(emunic_dev_qps(T.dev) == 0, "QPs before any traffic");
+		for (int i = 1; i < n; i++)
+			q[i] = irecv(&b[i], sizeof(b[i]), EMUNIC_ANY_SOURCE, 77);
+		/* seed 002: a receive from any source connects to every peer. */
+		CHECK(emunic_dev_qps(T.dev) == (unsigned)n - 1, "%u QPs after an ANY_SOURCE receive; want %d",
+		      emunic_dev_qps(T.dev), n - 1);
+		sync_ranks();
+		for (int i = 1; i < n; i++) {
+			struct emunic_status st = wait_free(q[i], "receive");
+
+			CHECK(st.source > 0 && st.source < n && b[i] == (uint64_t)st.source * 1000 + 7,
+			      "ANY_SOURCE receive %d: source %d, value %llu", i, st.source, (unsigned long long)b[i]);
+			seen |= 1ull << st.source;
+		}
+		CHECK(seen == ((1ull << n) - 2), "not every peer's message was received");
+		for (int p = 1; p < n; p++)
+			CHECK(connected(p), "no connection to rank %d", p);
+		free(q);
+		free(b);
+	} else {
+		uint64_t v = (uint64_t)T.rank * 1000 + 7;
+
+		sync_ranks();
+		wait_free(isend(&v, sizeof(v), 0, 77), "send");
+		CHECK(emunic_dev_qps(T.dev) == 1, "rank %d has %u QPs; it talked to one peer", T.rank,
+		      emunic_dev_qps(T.dev));
+	}
+	sync_ranks();
+}
+
+static void check_exhaust(void)
+{
+	unsigned slots = T.a.slots, n = 4 * slots;
+	size_t len = T.a.first;
+	struct emunic_req **q = calloc(n, sizeof(*q));
+	char **b = calloc(n, sizeof(*b));
+
+	CHECK(T.size == 2 && q && b && (T.a.flags & EMUNIC_RNDV_HOLD_SLOTS), "exhaust runs with 2 ranks and --hold");
+	if (T.rank == 0) {
+		unsigned done = 0;
+		int d;
+
+		for (unsigned k = 0; k < n; k++) {
+			b[k] = filled(0, k, len);
+			q[k] = isend(b[k], len, 1, (int)k);
+		}
+		sync_ranks();		/* the receiver saw the slots fill */
+		for (unsigned k = 0; k < n; k++) {
+			CHECK(!emunic_test(q[k], &d, NULL), "test");
+			done += (unsigned)d;
+		}
+		CHECK(done <= slots, "%u of %u sends done with %u slots and no receive posted", done, n, slots);
+		CHECK(stats().slot_waits >= n - slots, "only %llu sends waited for a slot",
+		      (unsigned long long)stats().slot_waits);
+		printf("emunic-rndv: %u sends, %u slots: %u done, %llu waited for a slot\n", n, slots, done,
+		       (unsigned long long)stats().slot_waits);
+		sync_ranks();
+		for (unsigned k = 0; k < n; k++) {
+			wait_free(q[k], "send");
+			free(b[k]);
+		}
+	} else {
+		wait_queued(slots);
+		nap_ms(300);
+		CHECK(stats().queued == slots, "%zu messages arrived with %u slots and no receive", stats().queued, slots);
+		sync_ranks();
+		sync_ranks();
+		/* Receive newest first: slots are freed out of order, reported in order. */
+		for (unsigned k = n; k-- > 0;) {
+			b[k] = calloc(1, len);
+			q[k] = irecv(b[k], len, 0, (int)k);
+		}
+		for (unsigned k = 0; k < n; k++) {
+			struct emunic_status st = wait_free(q[k], "receive");
+
+			CHECK(st.tag == (int)k && st.len == len && first_bad(b[k], 0, k, len) == len,
+			      "message %u: tag %d, %zu bytes, or data differs", k, st.tag, st.len);
+			free(b[k]);
+		}
+	}
+	free(q);
+	free(b);
+	sync_ranks();
+}
+
+static void check_acks(void)
+{
+	unsigned n = (unsigned)T.count;
+	char b[64] = { 0 };
+	struct emunic_rndv_stats st;
+
+	CHECK(T.size == 2, "acks runs with 2 ranks");
+	sync_ranks();
+	for (unsigned k = 0; k < n; k++) {	/* one way: only explicit acks can free slots */
+		if (T.rank == 0)
+			wait_free(isend(b, sizeof(b), 1, 1), "send");
+		else
+			wait_free(irecv(b, sizeof(b), 0, 1), "receive");
+	}
+	st = stats();
+	CHECK(T.rank == 0 || st.acks_explicit > 0, "one-way traffic of %u messages, %u slots: no explicit ack", n,
+	      T.a.slots);
+	sync_ranks();
+	for (unsigned k = 0; k < n; k++) {	/* ping-pong: frees ride on the replies */
+		if (T.rank == 0) {
+			wait_free(isend(b, sizeof(b), 1, 2), "ping");
+			wait_free(irecv(b, sizeof(b), 1, 3), "pong");
+		} else {
+			wait_free(irecv(b, sizeof(b), 0, 2), "ping");
+			wait_free(isend(b, sizeof(b), 0, 3), "pong");
+		}
+	}
+	st = stats();
+	CHECK(st.acks_piggybacked > 0, "ping-pong of %u messages: nothing piggybacked", n);
+	printf("emunic-rndv: rank %d: %llu frees reported in headers, %llu explicit acks\n", T.rank,
+	       (unsigned long long)st.acks_piggybacked, (unsigned long long)st.acks_explicit);
+	sync_ranks();
+}
+
+static void check_startall(void)
+{
+	enum { N = 8 };
+	size_t len = 4 * T.a.first + 100;
+	char *b[N];
+	struct emunic_req *q[N];
+
+	CHECK(T.size == 2 && T.a.proto == EMUNIC_RNDV_RTR, "startall runs with 2 ranks and --proto rtr");
+	for (int round = 0; round < 2; round++) {
+		if (T.rank == 0) {
+			int e;
+
+			if (round == 1)
+				sync_ranks();	/* the receives are posted */
+			for (int k = 0; k < N; k++) {
+				b[k] = filled(0, (unsigned)k, len);
+				q[k] = isend(b[k], len, 1, k);
+			}
+			e = emunic_startall(q, N, round ? 30000 : 300);
+			CHECK(round ? !e : e == -ETIMEDOUT, "round %d: startall returned %d", round, e);
+			if (!round)
+				sync_ranks();	/* now let the receiver post */
+			for (int k = 0; k < N; k++) {
+				wait_free(q[k], "send");
+				free(b[k]);
+			}
+		} else {
+			if (!round)
+				sync_ranks();
+			for (int k = 0; k < N; k++) {
+				b[k] = calloc(1, len);
+				q[k] = irecv(b[k], len, 0, k);
+			}
+			if (round)
+				sync_ranks();
+			for (int k = 0; k < N; k++) {
+				wait_free(q[k], "receive");
+				CHECK(first_bad(b[k], 0, (unsigned)k, len) == len, "message %d differs", k);
+				free(b[k]);
+			}
+		}
+	}
+	if (T.rank == 0)
+		printf("emunic-rndv: startall: -ETIMEDOUT with no receive posted, 0 once all %d were answered\n", N);
+	sync_ranks();
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "first", 1, 0, 'k' }, { "chunk", 1, 0, 's' }, { "credits", 1, 0, 'c' }, { "slots", 1, 0, 'S' },
-		{ "count", 1, 0, 'n' }, { "max", 1, 0, 'm' }, { "seed", 1, 0, 'x' }, { "help", 0, 0, 'h' }, { 0 },
+		{ "count", 1, 0, 'n' }, { "max", 1, 0, 'm' }, { "seed", 1, 0, 'x' }, { "help", 0, 0, 'h' },
+		{ "proto", 1, 0, 'P' }, { "progress", 1, 0, 'G' }, { "on-demand", 0, 0, 'D' }, { "hold", 0, 0, 'H' },
+		{ "max-sends", 1, 0, 'M' }, { 0 },
 	};
 	static const struct { const char *name; void (*fn)(void); } checks[] = {
 		{ "table1", check_table1 }, { "sizes", check_sizes }, { "edges", check_edges },
 		{ "notest", check_notest }, { "credits", check_credits }, { "truncate", check_truncate },
-		{ "bad", check_bad },
+		{ "bad", check_bad }, { "inorder", check_inorder }, { "storm", check_storm },
+		{ "anysource", check_anysource }, { "exhaust", check_exhaust }, { "acks", check_acks },
+		{ "startall", check_startall },
 	};
 	const char *name;
 	int o, e;
@@ -476,6 +822,22 @@ int main(int argc, char **argv)
 		case 'n': T.count = atoi(optarg); break;
 		case 'm': T.max = strtoul(optarg, NULL, 0); break;
 		case 'x': T.seed = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'P':
+			if (emunic_rndv_proto_parse(optarg, &T.a.proto)) {
+				fprintf(stderr, "emunic-rndv: --proto %s: want chunked or rtr\n", optarg);
+				return 2;
+			}
+			break;
+		case 'G':
+			if (emunic_rndv_progress_parse(optarg, &T.a.progress)) {
+				fprintf(stderr, "emunic-rndv: --progress %s: want core, test, test-on-init or "
+					"wait-on-send\n", optarg);
+				return 2;
+			}
+			break;
+		case 'D': T.a.flags |= EMUNIC_RNDV_ON_DEMAND; break;
+		case 'H': T.a.flags |= EMUNIC_RNDV_HOLD_SLOTS; break;
+		case 'M': T.a.max_sends = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'h': fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return 2;
 		}
