@@ -5,7 +5,8 @@
  * emunic_barrier(), over the same verbs and the same kind of signal, but
  * driven by the application thread.  Nothing moves unless the application
  * is inside emunic_ptp_barrier(), _test() or _wait(): the baseline every
- * offload benchmark compares against.
+ * offload benchmark compares against.  At the end, host-progressed
+ * messages of the same kind for the ping-pong baseline.
  *
  * It uses the private verbs layer (emunic/verbs.h) directly, with a static
  * full mesh of RC QPs (dense connections only), one CQ and a completion
@@ -47,5 +48,33 @@ int emunic_ptp_test(struct emunic_ptp_req *req);
 /* Progresses until done or timeout_ms (< 0: no bound); frees req whatever
  * the result: 0, -ETIMEDOUT or the barrier's error. */
 int emunic_ptp_wait(struct emunic_ptp_req *req, int timeout_ms);
+
+/*
+ * The host-progressed messages of the ping-pong baseline (baseline/
+ * ptp_pingpong.c, for emunic-bench p2p): plain RDMA SEND/RECV over the same
+ * static full mesh, from one send buffer and into one receive buffer, both
+ * registered once at create.  The application posts and polls: nothing
+ * moves outside emunic_ptp_pp_test().  Receives must be posted before the
+ * peer's send arrives (else the peer meets RNR and retries).
+ */
+struct emunic_ptp_pp;
+
+/* Collective over every rank of boot: opens the device, connects the mesh
+ * (timeout_ms: 0 is 30000, < 0 no bound), registers 2 x max_len bytes. */
+int emunic_ptp_pp_create(struct emunic_boot *boot, size_t max_len, int timeout_ms, struct emunic_ptp_pp **out);
+/* -EBUSY while a send is not complete; posted receives are dropped. */
+int emunic_ptp_pp_destroy(struct emunic_ptp_pp *pp);
+void *emunic_ptp_pp_sendbuf(struct emunic_ptp_pp *pp);
+void *emunic_ptp_pp_recvbuf(struct emunic_ptp_pp *pp);
+/* Bytes the last completed receive delivered. */
+size_t emunic_ptp_pp_last_len(const struct emunic_ptp_pp *pp);
+/* Posts a SEND of the first len bytes of the send buffer (inline when
+ * small); never polls.  *ticket names it for test.  -ENOSPC: 64 in flight. */
+int emunic_ptp_pp_isend(struct emunic_ptp_pp *pp, int peer, size_t len, uint64_t *ticket);
+/* Posts a receive of up to max_len bytes into the receive buffer. */
+int emunic_ptp_pp_irecv(struct emunic_ptp_pp *pp, int peer, uint64_t *ticket);
+/* Polls the CQ once: 1 when the ticket's operation completed, 0 not yet,
+ * < 0 a completion failed (every later call says so too). */
+int emunic_ptp_pp_test(struct emunic_ptp_pp *pp, uint64_t ticket);
 
 #endif

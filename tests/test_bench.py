@@ -1,6 +1,7 @@
 """emunic-bench: barrier (offloaded mq vs host-progressed ptp), trig (a
-triggered chain vs the app driving it) and rndv (chunked rendezvous vs one
-get a message).
+triggered chain vs the app driving it), rndv (chunked rendezvous vs one
+get a message), p2p (ping-pong by protocol and progress scheme vs a
+host-progressed one) and conn (static mesh vs connections on demand).
 
 Only structure and sanity are checked: every table, every metric in the CSV,
 positive times, availabilities in [0, 100], ratios present.  Targets are
@@ -8,7 +9,7 @@ printed by the benchmark with met/MISSED and are never asserted here: under
 QEMU's TCG the times are far too noisy for that.  What is asserted is what
 does not depend on time: every put landed, every message arrived intact and
 matched as expected, and no more gets of one message were in flight than
-the variant allows.
+the variant allows, and how many QPs each connection mode leaves a rank.
 """
 import csv
 import io
@@ -325,3 +326,135 @@ def test_rndv_bench_quick_and_slow_receiver(rxe):
     for size in RNDV_SIZES:
         assert float(by[("single", "sink_max_inflight_" + size)]["value"]) == 1, text
         assert float(by[("chunked-64K/4", "sink_max_inflight_" + size)]["value"]) == inflight[size][1], text
+
+
+# ---- p2p ----------------------------------------------------------------------
+
+P2P_HEADER = ["bench", "impl", "ranks", "metric", "value", "unit", "ratio_vs_host"]
+P2P_SIZES = ("8", "4097", "64K", "1M")
+P2P_IMPLS = ("host", "rtr-core", "rtr-test", "rtr-test-on-init", "rtr-wait-on-send", "chunked-core")
+
+
+def test_p2p_bench_quick(rxe):
+    """Ping-pong through the engine, every RTR progress scheme and chunked,
+    against the host-progressed one: a row per size and impl with the
+    overheads, test calls, latency, x host and (rendezvous sizes) MB/s; the
+    CSV has every metric and ratios that are what the values say.  The
+    bench checks the data of every point and the status of every message."""
+    path = csv_path("test-p2p.csv")
+    rc, out = rxe.run("%s -n 2 -t 240 %s p2p --quick --csv %s" % (RUN, BENCH, path), timeout=300)
+    assert rc == 0, out
+    assert re.search(r"protocols\s+eager up to 4K bytes \(attr.first\)", out), out
+    assert re.search(r"a point\s+1 warm-up iterations", out), out
+    assert "1. ping-pong, rank 0's medians" in out, out
+    assert re.search(r"^\s+size\s+impl\s+K\s+isend\s+irecv\s+test\s+tests\s+latency\s+x host\s+min\s+MB/s$",
+                     out, re.M), out
+    for size in P2P_SIZES:
+        for impl in P2P_IMPLS:
+            row = re.search(r"^\s+%s\s+%s\s+5\s+%s\s+%s\s+%s\s+(\d+)\s+%s\s+%sx\s+%s\s+(-|%s)$"
+                            % (size, impl, NUM, NUM, NUM, NUM, NUM, NUM, NUM), out, re.M)
+            assert row, (size, impl, out)
+            assert int(row.group(4)) >= 1 and float(row.group(5)) > 0, row.group(0)
+            if impl == "host":
+                assert row.group(6) == "1.00", row.group(0)
+            # The fastest round trip is no slower than the median (cells rounded to 0.1).
+            assert float(row.group(7)) <= float(row.group(5)) + 0.05, row.group(0)
+            # MB/s only for the rendezvous sizes (above the 4096-byte eager limit).
+            assert (row.group(8) == "-") == (size == "8"), row.group(0)
+
+    rows, text = read_csv(path, P2P_HEADER)
+    assert "CSV: %d rows in %s" % (len(rows), path) in out, out
+    by = {(r["impl"], r["metric"]): r for r in rows}
+    metrics = ["%s_%s" % (m, s) for s in P2P_SIZES
+               for m in ("isend", "irecv", "test", "tests", "latency", "latency_min")]
+    metrics += ["bandwidth_%s" % s for s in P2P_SIZES if s != "8"]
+    assert set(by) == {(i, m) for i in P2P_IMPLS for m in metrics}, text
+    for r in rows:
+        assert r["bench"] == "p2p" and r["ranks"] == "2", r
+        v = float(r["value"])
+        assert v >= 0, r
+        kind = r["metric"].split("_")[0]
+        assert r["unit"] == {"tests": "count", "bandwidth": "MB/s"}.get(kind, "us"), r
+        if kind in ("latency", "bandwidth", "tests"):
+            assert v > 0, r
+        if r["metric"].startswith("latency_min_"):
+            assert v <= float(by[(r["impl"], r["metric"].replace("_min", ""))]["value"]) + 1e-6, r
+        base = float(by[("host", r["metric"])]["value"])
+        if base > 0:
+            assert abs(float(r["ratio_vs_host"]) - v / base) < 0.01 * max(1, float(r["ratio_vs_host"])), r
+
+
+# ---- conn ---------------------------------------------------------------------
+
+CONN_HEADER = ["bench", "impl", "ranks", "metric", "value", "unit", "ratio_vs_static"]
+CONN_PATTERNS = ("ring", "barrier", "allreduce", "alltoall")
+
+
+def test_conn_bench_quick_four_ranks(rxe):
+    """Static mesh vs connections on demand at 4 ranks: every rank has 3
+    QPs with a static mesh; on demand, a ring needs at most 2 (rank + 1 and
+    rank - 1), recursive doubling 2 (rank ^ 1, rank ^ 2), alltoall all 3."""
+    path = csv_path("test-conn-4.csv")
+    rc, out = rxe.run("%s -n 4 -t 280 %s conn --quick --csv %s" % (RUN, BENCH, path), timeout=340)
+    assert rc == 0, out
+    assert re.search(r"device\s+\S+.*; 4 ranks", out), out
+    assert "1. QPs per rank and start-up time, ms (seed 002 table 2)" in out, out
+    assert re.search(r"^\s+pattern\s+mode\s+QPs max\s+mean\s+peers\s+create\s+first\s+later\s+create\+first$",
+                     out, re.M), out
+    qps = {}
+    for pat in CONN_PATTERNS:
+        for mode in ("static", "on-demand"):
+            row = re.search(r"^\s+%s\s+%s\s+(\d+)\s+%s\s+(\d+)\s+%s\s+%s\s+%s\s+%s$"
+                            % (pat, mode, NUM, NUM, NUM, NUM, NUM), out, re.M)
+            assert row, (pat, mode, out)
+            qps[(pat, mode)] = (int(row.group(1)), float(row.group(2)))
+            assert 1 <= int(row.group(3)) <= 3, row.group(0)
+            assert all(float(row.group(i)) > 0 for i in (4, 5, 6, 7)), row.group(0)
+        assert qps[(pat, "static")] == (3, 3.0), (pat, out)
+    assert qps[("ring", "on-demand")][0] <= 2, out
+    assert qps[("allreduce", "on-demand")][0] <= 2, out
+    assert qps[("alltoall", "on-demand")] == (3, 3.0), out
+    assert "a static mesh has 3 QPs a rank" in out, out
+
+    rows, text = read_csv(path, CONN_HEADER)
+    assert "CSV: %d rows in %s" % (len(rows), path) in out, out
+    by = {(r["impl"], r["metric"]): r for r in rows}
+    metrics = ["%s_%s" % (p, m) for p in CONN_PATTERNS
+               for m in ("qps_max", "qps_mean", "peers_max", "create_ms", "first_ms", "later_ms")]
+    assert set(by) == {(mode, m) for mode in ("static", "on-demand") for m in metrics}, text
+    for r in rows:
+        assert r["bench"] == "conn" and r["ranks"] == "4", r
+        assert r["unit"] == ("ms" if r["metric"].endswith("_ms") else "count"), r
+        assert float(r["value"]) > 0, r
+        assert abs(float(r["ratio_vs_static"])
+                   - float(r["value"]) / float(by[("static", r["metric"])]["value"])) < 0.01 * max(
+                       1, float(r["ratio_vs_static"])), r
+    assert float(by[("on-demand", "ring_qps_max")]["value"]) <= 2, text
+    assert float(by[("static", "ring_qps_max")]["value"]) == 3, text
+
+
+def test_p2p_and_conn_usage():
+    """No RDMA needed: --help sections, bad options and job sizes exit 2."""
+    for cmd, head, opts in (
+            ("p2p", "  p2p [OPTIONS]  (2 ranks)",
+             ("--sizes LIST", "--variants LIST", "--eager K", "--iters K", "--quick", "--csv FILE")),
+            ("conn", "  conn [OPTIONS]  (2 to 16 ranks)", ("--patterns LIST", "--iters K", "--quick", "--csv FILE"))):
+        rc, out = host("%s %s --help" % (BENCH, cmd))
+        assert rc == 0 and head in out, out
+        for opt in opts:
+            assert opt in out, (cmd, opt, out)
+        assert "  barrier [OPTIONS]" not in out, out
+    rc, out = host("%s --help" % BENCH)
+    assert rc == 0 and re.search(r"^\s+p2p\s+\S", out, re.M) and re.search(r"^\s+conn\s+\S", out, re.M), out
+    for args in ("p2p --sizes 0", "p2p --sizes 8,4Q", "p2p --sizes 128M", "p2p --variants fast",
+                 "p2p --variants core,core", "p2p --variants ''", "p2p --eager 0", "p2p --eager 65537",
+                 "p2p --iters 0", "p2p --warmup 0", "p2p --bogus", "p2p extra",
+                 "conn --patterns star", "conn --patterns ring,ring", "conn --iters 1", "conn --iters x",
+                 "conn --bogus", "conn extra"):
+        rc, out = host("%s %s" % (BENCH, args))
+        assert rc == 2, (args, out)
+        assert "usage:" in out and "emunic-bench %s --help" % args.split()[0] in out, (args, out)
+    rc, out = host("%s p2p --quick" % BENCH)
+    assert rc == 2 and "p2p needs exactly 2 ranks (emunic-run -n 2), not 1" in out, out
+    rc, out = host("%s conn --quick" % BENCH)
+    assert rc == 2 and "conn needs 2 to 16 ranks (emunic-run -n N), not 1" in out, out
