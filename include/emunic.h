@@ -61,6 +61,8 @@ struct emunic_dev_attr {
 	unsigned sink_mbps;		/* emulate a slow receiver: data fetched by gets
 					 * drains into memory at this rate, in MB/s
 					 * (0: $EMUNIC_SINK_MBPS, else unthrottled) */
+	const char *faults;		/* fault spec (emunic/fault.h); NULL: $EMUNIC_FAULTS.
+					 * A malformed one fails the open with -EINVAL. */
 };
 void emunic_dev_attr_init(struct emunic_dev_attr *a);
 
@@ -92,5 +94,6 @@ int  emunic_log_rank(void);
 
 #include <emunic/mq.h>
 #include <emunic/triggered.h>
+#include <emunic/fault.h>
 
 #endif /* EMUNIC_H */

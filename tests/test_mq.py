@@ -44,9 +44,9 @@ def test_invalid_lists_say_why(rxe):
 
 
 def test_close_with_work_in_flight(rxe):
-    rc, out = rxe.run("%s/emunic-run -n 2 -t 60 valgrind -q --error-exitcode=9 --leak-check=full "
+    rc, out = rxe.run("%s/emunic-run -n 2 -t 200 valgrind -q --error-exitcode=9 --leak-check=full "
                       "--errors-for-leak-kinds=definite %s/emunic-mqtest close_inflight" % (BIN, BIN),
-                      timeout=240)
+                      timeout=260)
     assert rc == 0, out
     assert "rank 0: device rxe0 closing: peer 1 qp" in out and "2 unfinished work request(s) canceled" in out, out
     assert "unfinished task(s) canceled (first: WAIT)" in out, out

@@ -28,6 +28,41 @@ static void qp_opts(const struct emunic_qp *qp, struct emunic_qp_opts *o)
 	o->rnr_retry = (uint8_t)qp->attr.rnr_retry;
 	o->retry_cnt = (uint8_t)qp->attr.retry_cnt;
 	o->timeout = (uint8_t)qp->attr.timeout;
+	emunic_fault_qp_opts(qp->o.dev, qp, o);
+}
+
+static void qp_up(struct emunic_dev *d, struct emunic_qp *qp)
+{
+	atomic_store(&qp->was_up, true);
+	atomic_store(&qp->state, QP_UP);
+	if (d->faults)
+		emunic_fault_qp_up(d, qp);
+}
+
+void emunic_cm_disconnect(struct emunic_qp *qp)
+{
+	if (qp->id && !qp->disconnected) {
+		qp->disconnected = true;
+		rdma_disconnect(qp->id);
+	}
+}
+
+/* The peer ended the connection (its process exited, or it destroyed the
+ * QP): fail the QP now, rather than let work to it retry into the void.
+ * rdma_disconnect moves the verbs QP to the error state, so what verbs
+ * holds flushes and the rest fails in emunic_exec_push. */
+static void peer_gone(struct emunic_qp *qp)
+{
+	if (atomic_load(&qp->state) != QP_UP)
+		return;
+	/* At the end of a job peers close in any order: say it only when
+	 * something was still on its way to the peer. */
+	if (qp->sq.tail != qp->sq.done)
+		emunic_info("peer %d qp %u: the peer disconnected (it exited or destroyed its QP) with %llu "
+			    "send(s) outstanding: they fail", qp->peer, atomic_load(&qp->qpn),
+			    (unsigned long long)(qp->sq.tail - qp->sq.done));
+	atomic_store(&qp->state, QP_ERROR);
+	emunic_cm_disconnect(qp);
 }
 
 static int create_vqp(struct emunic_dev *d, struct emunic_qp *qp)
@@ -324,14 +359,15 @@ static struct rdma_cm_id *on_event(struct emunic_dev *d, struct rdma_cm_event *e
 			qp_failed(qp, "cannot finish the connection");
 			break;
 		}
-		atomic_store(&qp->state, QP_UP);
+		qp_up(d, qp);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
-		atomic_store(&qp->state, QP_UP);
+		qp_up(d, qp);
 		break;
 	case RDMA_CM_EVENT_REJECTED:
 		return on_rejected(d, qp, ev);
 	case RDMA_CM_EVENT_DISCONNECTED:
+		peer_gone(qp);
 		break;
 	default:
 		qp_failed(qp, rdma_event_str(ev->event));

@@ -14,6 +14,7 @@
 
 #include "emunic/verbs.h"
 #include "emunic/core/ring.h"
+#include "emunic/fault/fault.h"
 
 struct trig;
 
@@ -31,6 +32,7 @@ struct core_task {
 	uint64_t target;	/* WAIT: cq count to reach; *_EN: enable up to */
 	uint32_t lkey;		/* of t.mr, taken at post */
 	struct trig *x;		/* triggered op (its completion goes to emunic/triggered) */
+	bool list_end;		/* the last MQ task (WAIT/SEND_EN/RECV_EN) of its list */
 };
 
 struct cmd {
@@ -70,6 +72,7 @@ struct emunic_cq {
 	struct emunic_ring wc;		/* core -> app: completions to poll */
 	_Atomic uint64_t overrun;
 	int err_status, err_peer;	/* core: first failed completion (sticky) */
+	uint32_t err_qpn;
 };
 
 enum qp_state { QP_NEW, QP_CONNECTING, QP_UP, QP_ERROR, QP_CLOSED };
@@ -84,13 +87,16 @@ struct emunic_qp {
 	struct rdma_cm_id *id;
 	struct ibv_qp *vqp;
 	_Atomic int state;
+	_Atomic bool was_up;		/* the connection was established once */
 	_Atomic uint32_t qpn;
 	struct task_fifo sq, rq;
 	uint64_t sq_enabled, rq_enabled;	/* managed: released up to */
 	bool flushing;
+	bool disconnected;		/* rdma_disconnect was called */
 	struct trig *backlog, *backlog_tail;	/* TRIGGERED: fired, waiting for room */
 	bool recvs_posted;			/* TRIGGERED: receives for arrivals */
 	struct emunic_qp *od_next;		/* app (post_lock): accepted on demand, not claimed */
+	struct fault_qp flt;			/* core: what the fault rules did to it */
 };
 
 struct emunic_mq {
@@ -99,6 +105,7 @@ struct emunic_mq {
 	struct emunic_ring wc;		/* core -> app: SIGNAL completions */
 	_Atomic uint32_t seq;		/* futex word: bumped per completion */
 	_Atomic int waiters;
+	bool skipping;			/* core: a WAIT failed; the rest of its list flushes */
 };
 
 struct emunic_mr {
@@ -165,6 +172,10 @@ struct emunic_dev {
 	_Atomic uint64_t trace_dropped;
 	pthread_mutex_t trace_lock;	/* app: one reader */
 	uint64_t loops, sleeps;
+
+	/* emunic/fault: rules (core), what they did (read by the app) */
+	struct emunic_fault_spec *faults;
+	_Atomic uint64_t fault_wc, fault_held, fault_failed;
 };
 
 /* progress.c: the loop */
@@ -181,6 +192,9 @@ void emunic_idle_fini(struct emunic_dev *d);
 int emunic_cm_listen(struct emunic_dev *d);
 void emunic_cm_start(struct emunic_dev *d, struct emunic_qp *qp);
 int emunic_cm_events(struct emunic_dev *d);
+/* A work request failed on qp (not a flush): tell the peer, whose work to
+ * this QP would otherwise wait for retries that cannot succeed. */
+void emunic_cm_disconnect(struct emunic_qp *qp);
 void emunic_cm_fini(struct emunic_dev *d);
 
 /* mq/exec.c: the MQ rules at run time */

@@ -105,6 +105,7 @@ static void free_objs(struct emunic_dev *d)
 static void dev_free(struct emunic_dev *d)
 {
 	free_objs(d);
+	emunic_fault_close(d);
 	emunic_cm_fini(d);
 	emunic_idle_fini(d);
 	if (d->vcq)
@@ -157,7 +158,9 @@ int emunic_dev_open(struct emunic_boot *boot, const struct emunic_dev_attr *attr
 		dev_free(d);
 		return -ENOMEM;
 	}
-	r = open_verbs(d);
+	r = emunic_fault_open(d, d->attr.faults);
+	if (!r)
+		r = open_verbs(d);
 	if (!r && d->idle == EMUNIC_IDLE_SLEEP)
 		r = emunic_idle_init(d);
 	if (!r && (r = -pthread_create(&d->thread, NULL, emunic_core_main, d)))

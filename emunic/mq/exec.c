@@ -51,6 +51,7 @@ static void cq_complete(struct emunic_cq *cq, const struct emunic_wc *wc)
 	if (wc->status != EMUNIC_WC_SUCCESS && !cq->err_status) {
 		cq->err_status = wc->status;
 		cq->err_peer = wc->peer;
+		cq->err_qpn = wc->qp_num;
 	}
 	if (n > atomic_load_explicit(&cq->covered, memory_order_acquire) && !(cq->flags & EMUNIC_CQ_COUNT_ONLY) &&
 	    !emunic_ring_push(&cq->wc, wc))
@@ -179,7 +180,11 @@ static int push_fifo(struct emunic_qp *qp, struct task_fifo *f, uint64_t release
 	int n = 0;
 
 	while (f->head < f->tail && f->head < released && f->head - f->done < qp->attr.depth) {
-		int r = post_one(qp, fifo_at(f, f->head), recv);
+		int r;
+
+		if (recv && qp->o.dev->faults && !emunic_fault_recv_ok(qp->o.dev, qp))
+			break;		/* an rnr rule holds receives back */
+		r = post_one(qp, fifo_at(f, f->head), recv);
 
 		if (r) {
 			emunic_info("peer %d qp %u: posting %s failed (%s)", qp->peer, atomic_load(&qp->qpn),
@@ -209,6 +214,8 @@ int emunic_exec_push(struct emunic_dev *d)
 		}
 		if (atomic_load(&qp->state) != QP_UP)
 			continue;
+		if (qp->flt.owed)
+			emunic_trig_post_owed(d, qp);
 		n += push_fifo(qp, &qp->sq, (qp->attr.flags & EMUNIC_QP_MANAGED_SEND) ? qp->sq_enabled : UINT64_MAX,
 			       false);
 		n += push_fifo(qp, &qp->rq, (qp->attr.flags & EMUNIC_QP_MANAGED_RECV) ? qp->rq_enabled : UINT64_MAX,
@@ -229,9 +236,16 @@ int emunic_exec_poll(struct emunic_dev *d)
 
 		if (atomic_load_explicit(&qp->o.gone, memory_order_relaxed))
 			continue;	/* left in the CQ by a QP destroyed since */
+		if (d->faults) {
+			emunic_fault_wc(d, qp, &wc[i], (wc[i].wr_id & 1) ? EMUNIC_TASK_RECV : fifo_at(f, f->done)->t.op);
+			if ((wc[i].wr_id & 1) && wc[i].status == IBV_WC_SUCCESS)
+				emunic_fault_arrival(d, qp);
+		}
 		if ((wc[i].wr_id & 1) && (qp->attr.flags & EMUNIC_QP_TRIGGERED)) {
 			if (wc[i].status != IBV_WC_SUCCESS)
 				atomic_store(&qp->state, QP_ERROR);
+			if (wc[i].status != IBV_WC_SUCCESS && wc[i].status != IBV_WC_WR_FLUSH_ERR)
+				emunic_cm_disconnect(qp);
 			emunic_trig_arrival(d, qp, &wc[i]);
 			continue;
 		}
@@ -239,10 +253,12 @@ int emunic_exec_poll(struct emunic_dev *d)
 
 		atomic_fetch_add_explicit(&f->completed, 1, memory_order_release);
 		if (wc[i].status != IBV_WC_SUCCESS) {
-			if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
+			if (wc[i].status != IBV_WC_WR_FLUSH_ERR) {
 				emunic_info("peer %d qp %u: %s (wr_id %llu) failed: %s", qp->peer, wc[i].qp_num,
 					    emunic_task_op_str(t->t.op), (unsigned long long)t->t.wr_id,
 					    ibv_wc_status_str(wc[i].status));
+				emunic_cm_disconnect(qp);
+			}
 			atomic_store(&qp->state, QP_ERROR);
 		}
 		task_done(qp, t, (int)wc[i].status, &wc[i]);
@@ -261,6 +277,17 @@ static int run_mq(struct emunic_mq *mq)
 		struct core_task *t = fifo_at(f, f->head);
 		struct emunic_wc wc = { .wr_id = t->t.wr_id, .op = t->t.op, .peer = -1 };
 
+		if (mq->skipping) {
+			/* A WAIT of this list failed: what it guarded does not
+			 * run, as a QP's work after a failure flushes. */
+			wc.status = EMUNIC_WC_WR_FLUSH_ERR;
+			if (t->t.op != EMUNIC_TASK_WAIT)
+				wc.peer = t->t.qp->peer;
+			if (t->t.flags & EMUNIC_TASK_SIGNAL)
+				mq_complete(mq, &wc);
+			mq->skipping = !t->list_end;
+			goto next;
+		}
 		switch (t->t.op) {
 		case EMUNIC_TASK_WAIT:
 			if (atomic_load_explicit(&t->t.cq->count, memory_order_acquire) < t->target)
@@ -270,6 +297,8 @@ static int run_mq(struct emunic_mq *mq)
 			if (t->t.cq->err_status) {
 				wc.status = t->t.cq->err_status;
 				wc.peer = t->t.cq->err_peer;
+				wc.qp_num = t->t.cq->err_qpn;
+				mq->skipping = !t->list_end;
 			}
 			break;
 		case EMUNIC_TASK_SEND_EN:
@@ -285,6 +314,7 @@ static int run_mq(struct emunic_mq *mq)
 			wc.peer = t->t.qp->peer;
 		if ((t->t.flags & EMUNIC_TASK_SIGNAL) || wc.status)
 			mq_complete(mq, &wc);
+next:
 		f->head++;
 		f->done++;
 		atomic_fetch_add_explicit(&f->completed, 1, memory_order_release);

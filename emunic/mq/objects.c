@@ -416,7 +416,8 @@ int emunic_qp_wait_connected(struct emunic_qp *qp, int timeout_ms)
 	for (long waited = 0;; waited += 200) {
 		int s = atomic_load(&qp->state);
 
-		if (s == QP_UP)
+		/* Up once is connected: a failure since shows on its work. */
+		if (s == QP_UP || atomic_load(&qp->was_up))
 			return 0;
 		if (s == QP_ERROR)
 			return emunic_err(-ECONNREFUSED, "peer %d qp #%d: connection failed", qp->peer, qp->index);

@@ -198,6 +198,12 @@ int emunic_mq_post(struct emunic_mq *mq, const struct emunic_task *tasks, unsign
 	if (!r && emunic_ring_space(&d->cmd) < n)
 		r = -ENOSPC;
 	if (!r) {
+		for (unsigned i = n; i-- > 0;)
+			if (ct[i].t.op == EMUNIC_TASK_WAIT || ct[i].t.op == EMUNIC_TASK_SEND_EN ||
+			    ct[i].t.op == EMUNIC_TASK_RECV_EN) {
+				ct[i].list_end = true;
+				break;
+			}
 		for (unsigned i = 0; i < n; i++) {
 			struct cmd *c = emunic_ring_slot(&d->cmd, i);
 

@@ -78,6 +78,8 @@ void emunic_trig_task_done(struct emunic_dev *d, struct emunic_qp *qp, struct tr
 void emunic_trig_arrival(struct emunic_dev *d, struct emunic_qp *qp, const struct ibv_wc *wc);
 /* Receives for arrivals, posted once the QP is in INIT: 0 or -errno. */
 int emunic_trig_qp_init(struct emunic_dev *d, struct emunic_qp *qp);
+/* Posts the receives an rnr fault rule held back (emunic/fault). */
+void emunic_trig_post_owed(struct emunic_dev *d, struct emunic_qp *qp);
 void emunic_trig_release(struct emunic_dev *d, struct obj *o);
 void emunic_trig_cancel_all(struct emunic_dev *d);
 

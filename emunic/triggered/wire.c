@@ -282,13 +282,28 @@ static int post_recvs(struct emunic_qp *qp, unsigned n)
 	struct ibv_recv_wr wr = { .wr_id = (uintptr_t)qp | 1 }, *bad;
 
 	for (unsigned i = 0; i < n; i++) {
-		int r = ibv_post_recv(qp->vqp, &wr, &bad);
+		int r;
+
+		if (qp->o.dev->faults && !emunic_fault_recv_ok(qp->o.dev, qp)) {
+			qp->flt.owed += n - i;	/* an rnr rule holds them back */
+			return 0;
+		}
+		r = ibv_post_recv(qp->vqp, &wr, &bad);
 
 		if (r)
 			return emunic_err(-r, "peer %d qp %u: posting a receive for arrivals failed (%s)", qp->peer,
 					  atomic_load(&qp->qpn), strerror(r));
 	}
 	return 0;
+}
+
+void emunic_trig_post_owed(struct emunic_dev *d, struct emunic_qp *qp)
+{
+	unsigned n = qp->flt.owed;
+
+	(void)d;
+	qp->flt.owed = 0;
+	post_recvs(qp, n);
 }
 
 int emunic_trig_qp_init(struct emunic_dev *d, struct emunic_qp *qp)

@@ -210,6 +210,20 @@ int match_cancel(struct match_state *m, struct match_entry *r)
 	return 0;
 }
 
+int match_withdraw(struct match_state *m, struct match_entry *msg)
+{
+	struct match_entry *e;
+
+	if (!m || !msg)
+		return -EINVAL;
+	for (e = m->unexpected.head; e && e != msg; e = e->next)
+		;
+	if (!e)
+		return -ENOENT;
+	q_remove(&m->unexpected, msg);
+	return 0;
+}
+
 struct match_entry *match_probe(const struct match_state *m, int src, int tag, uint32_t ctx)
 {
 	struct match_entry r = { .src = src, .tag = tag, .ctx = ctx };

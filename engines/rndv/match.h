@@ -95,6 +95,10 @@ int match_arrive(struct match_state *m, struct match_entry *msg, match_fn *on_ma
  * the posted queue, -EINVAL on NULL. */
 int match_cancel(struct match_state *m, struct match_entry *r);
 
+/* Removes an unexpected message that no receive has taken (its sender gave
+ * up on it): 0, -ENOENT if it is not in the unexpected queue, -EINVAL on NULL. */
+int match_withdraw(struct match_state *m, struct match_entry *msg);
+
 /* First unexpected message that a receive (src, tag, ctx) would match,
  * without removing it; NULL if none or if (src, tag) is invalid.  Held
  * messages are not visible: a receive could not take them yet either. */

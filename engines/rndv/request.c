@@ -10,6 +10,39 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+static bool qp_failed(struct emunic_rndv *r, int peer)
+{
+	return peer >= 0 && peer < r->size && r->peer[peer].qp && emunic_qp_failed(r->peer[peer].qp);
+}
+
+/* A request still waiting for its peer (an RTR send for its RTR, a receive
+ * from that one source) when the QP to the peer failed: nothing it waits
+ * for can come, so it fails now rather than at its caller's timeout. */
+static bool fail_orphan(struct emunic_req *q)
+{
+	struct emunic_rndv *r = q->r;
+	int peer = q->kind == REQ_SEND ? q->peer : q->me.src, e = -ENOENT;
+
+	if (!qp_failed(r, peer))
+		return false;
+	pthread_mutex_lock(&r->lock);
+	if (atomic_load(&q->state) == REQ_POSTED) {
+		if (q->kind == REQ_SEND && q->rtr && !q->rtr_matched)
+			e = match_withdraw(&r->rtr_m, &q->me);
+		else if (q->kind == REQ_RECV)
+			e = q->rtr ? rndv_rtr_withdraw(r, q) : match_cancel(&r->m, &q->me);
+	}
+	if (!e) {
+		fprintf(stderr, "emunic: rank %d: %s of %zu bytes %s rank %d tag %d failed: the QP to rank %d failed\n",
+			r->rank, q->kind == REQ_SEND ? "send" : "receive", q->len, q->kind == REQ_SEND ? "to" : "from",
+			peer, q->tag, peer);
+		q->st.error = -EIO;
+		atomic_store(&q->state, REQ_DONE);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return !e;
+}
+
 static bool check_done(struct emunic_req *q)
 {
 	int s = atomic_load(&q->state);
@@ -17,6 +50,8 @@ static bool check_done(struct emunic_req *q)
 
 	if (s == REQ_DONE || s == REQ_CANCELED)
 		return true;
+	if (s == REQ_POSTED)
+		return fail_orphan(q);
 	if (s != REQ_GETTING)
 		return false;
 	/* The peer's QP failed: its gets (or their notices, or the answer to

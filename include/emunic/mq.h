@@ -26,8 +26,12 @@
  *  - Counts are in work requests.  Every data task produces one completion on
  *    its QP's send or receive CQ, failed ones included.
  *  - Failures are never hidden: once a CQ has produced a failed completion,
- *    every WAIT on it completes on the MQ with that status and peer, flagged
- *    SIGNAL or not (as verbs reports error CQEs of unsignaled work).
+ *    every WAIT on it completes on the MQ with that status, peer and QP
+ *    number, flagged SIGNAL or not (as verbs reports error CQEs of unsignaled
+ *    work).  Such a WAIT ends its task list: the list's later WAIT, SEND_EN
+ *    and RECV_EN do not run and, if SIGNAL, complete with WR_FLUSH_ERR (as a
+ *    QP's work after a failure flushes), so nothing a failed step guarded is
+ *    released.  Later lists run as usual.
  *  - Depths: a CQ queues up to `depth` unpolled completions (more are counted
  *    as overruns); an MQ holds up to `depth` unfinished control tasks and
  *    queues up to `depth` unpolled completions (more are lost, with a line).

@@ -354,13 +354,26 @@ static void t_wait_error(void)
 	 * CQ: the failure must surface on the MQ, not pass as success. */
 	rnr_setup();
 	if (T->rank == 0) {
+		struct emunic_task l[2];
+
 		w = ctl(EMUNIC_TASK_WAIT, 1, 0);
 		w.cq = T->scq;
-		post1(w);
+		/* The failed WAIT ends its list: the second WAIT does not run
+		 * (it would complete with the CQ's sticky error), it flushes. */
+		l[0] = w;
+		l[1] = w;
+		l[1].flags = EMUNIC_TASK_SIGNAL;
+		l[1].wr_id = 77;
+		post(l, 2);
 		sends(1);
 		CHECK(emunic_mq_wait(T->mq, &wc, 20000) == 0, "no MQ completion for a WAIT over a failed send");
-		CHECK(wc.op == EMUNIC_TASK_WAIT && wc.status == EMUNIC_WC_RNR_RETRY_EXC_ERR && wc.peer == 1,
-		      "WAIT completed with %s for peer %d", emunic_wc_status_str(wc.status), wc.peer);
+		CHECK(wc.op == EMUNIC_TASK_WAIT && wc.status == EMUNIC_WC_RNR_RETRY_EXC_ERR && wc.peer == 1 &&
+		      wc.qp_num != 0,
+		      "WAIT completed with %s for peer %d qp %u", emunic_wc_status_str(wc.status), wc.peer, wc.qp_num);
+		CHECK(emunic_mq_wait(T->mq, &wc, 20000) == 0, "no MQ completion for the task after the failed WAIT");
+		CHECK(wc.wr_id == 77 && wc.status == EMUNIC_WC_WR_FLUSH_ERR,
+		      "the task after a failed WAIT of its list completed with %s (wr_id %llu), not flushed",
+		      emunic_wc_status_str(wc.status), (unsigned long long)wc.wr_id);
 	}
 	sync_ranks();
 }
@@ -450,7 +463,13 @@ int main(int argc, char **argv)
 	if (t.rank == 0)
 		printf("emunic-mqtest: %s: PASS\n", argv[1]);
 	emunic_mr_dereg(t.mr);
-	emunic_dev_close(t.dev);
+	/* Rank 0 closes first: what its close cancels is what the checks
+	 * expect, not what a peer that closed (and so disconnected) flushed. */
+	if (t.rank == 0)
+		emunic_dev_close(t.dev);
+	sync_ranks();
+	if (t.rank == 1)
+		emunic_dev_close(t.dev);
 	free(t.buf);
 	emunic_boot_fini(t.boot);
 	return 0;

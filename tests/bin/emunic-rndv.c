@@ -29,7 +29,8 @@ static const char usage[] =
 	"             each with receives posted before (expected) and after\n"
 	"             (unexpected) the sends; the unmatched receive stays unmatched\n"
 	"  sizes      random sizes 0 .. --max (default 16 MiB) from every rank to\n"
-	"             every rank, ANY_SOURCE / ANY_TAG mixed in, byte-exact\n"
+	"             every rank, ANY_SOURCE / ANY_TAG mixed in, byte-exact;\n"
+	"             --rounds R repeats it (a soak: every message exactly once, in order)\n"
 	"  edges      sizes at the first-chunk and chunk boundaries (k-1, k, k+1 ...)\n"
 	"  notest     the receiver only computes (no emunic call) while a large\n"
 	"             message lands; it is complete before the first test\n"
@@ -60,7 +61,7 @@ static struct {
 	struct emunic_dev *dev;
 	struct emunic_rndv *r;
 	struct emunic_rndv_attr a;
-	int rank, size, count;
+	int rank, size, count, rounds;
 	size_t max;
 	unsigned seed;
 } T;
@@ -470,7 +471,14 @@ static void check_bad(void)
 
 static void check_sizes(void)
 {
-	exchange(random_size, NULL, T.count);
+	for (int i = 0; i < T.rounds; i++) {
+		T.seed += (unsigned)i;	/* other sizes each round */
+		exchange(random_size, NULL, T.count);
+		if (T.rounds > 1 && T.rank == 0 && ((i + 1) % 10 == 0 || i + 1 == T.rounds))
+			printf("emunic-rndv: sizes: round %d of %d: %llu messages delivered byte-exact so far\n", i + 1,
+			       T.rounds, (unsigned long long)(i + 1) * (unsigned)T.count * (unsigned)T.size *
+					 (unsigned)(T.size - 1));
+	}
 }
 
 /* ---- eager, RTR and connections on demand ------------------------------------------------ */
@@ -808,7 +816,7 @@ int main(int argc, char **argv)
 		{ "first", 1, 0, 'k' }, { "chunk", 1, 0, 's' }, { "credits", 1, 0, 'c' }, { "slots", 1, 0, 'S' },
 		{ "count", 1, 0, 'n' }, { "max", 1, 0, 'm' }, { "seed", 1, 0, 'x' }, { "help", 0, 0, 'h' },
 		{ "proto", 1, 0, 'P' }, { "progress", 1, 0, 'G' }, { "on-demand", 0, 0, 'D' }, { "hold", 0, 0, 'H' },
-		{ "max-sends", 1, 0, 'M' }, { 0 },
+		{ "max-sends", 1, 0, 'M' }, { "rounds", 1, 0, 'R' }, { 0 },
 	};
 	static const struct { const char *name; void (*fn)(void); } checks[] = {
 		{ "table1", check_table1 }, { "sizes", check_sizes }, { "edges", check_edges },
@@ -822,6 +830,7 @@ int main(int argc, char **argv)
 
 	emunic_rndv_attr_init(&T.a);
 	T.count = 8;
+	T.rounds = 1;
 	T.max = 16u << 20;
 	T.seed = 42;
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -849,6 +858,7 @@ int main(int argc, char **argv)
 		case 'D': T.a.flags |= EMUNIC_RNDV_ON_DEMAND; break;
 		case 'H': T.a.flags |= EMUNIC_RNDV_HOLD_SLOTS; break;
 		case 'M': T.a.max_sends = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'R': T.rounds = atoi(optarg) > 0 ? atoi(optarg) : 1; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return 2;
 		}

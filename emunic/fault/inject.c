@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fault rules at run time, on the progress core: every place a rule
+ * acts is one function here, called from the one place in the core it
+ * concerns (QP set-up in cm.c, receives and completions in mq/exec.c and
+ * triggered/wire.c).  Real faults are made by the transport itself: held
+ * receives give real RNR NAKs, a QP in the error state drops what reaches
+ * it; only wc rules write a status the transport did not produce.
+ */
+#include "emunic/core/core.h"
+#include "emunic/fault/fault.h"
+#include "emunic/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* splitmix64: small, and the same sequence everywhere for a seed. */
+static uint64_t next_rand(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static bool rank_ok(const struct emunic_dev *d, int r)
+{
+	return r < 0 || r < d->size;
+}
+
+int emunic_fault_open(struct emunic_dev *d, const char *spec)
+{
+	const char *from = spec ? "emunic_dev_attr.faults" : "EMUNIC_FAULTS";
+	char err[1024], canon[1024];
+	int r;
+
+	if (!spec)
+		spec = getenv("EMUNIC_FAULTS");
+	if (!spec || !*spec)
+		return 0;
+	r = emunic_fault_parse(spec, &d->faults, err, sizeof(err));
+	if (r)
+		return emunic_err(r, "%s: %s", from, err);
+	for (int i = 0; i < d->faults->n; i++) {
+		struct fault_rule *f = &d->faults->r[i];
+
+		if (!rank_ok(d, f->peer) || !rank_ok(d, f->from) || !rank_ok(d, f->rank))
+			return emunic_err(-EINVAL, "%s: rule %d names a rank the job (%d ranks) does not have", from,
+					  i + 1, d->size);
+		f->rng = f->seed * 0x100000001b3ull + (uint64_t)d->rank + 1;
+	}
+	emunic_fault_format(d->faults, canon, sizeof(canon));
+	if (d->rank == 0)
+		emunic_info("fault injection: %s", canon);
+	return 0;
+}
+
+void emunic_fault_close(struct emunic_dev *d)
+{
+	emunic_fault_free(d->faults);
+	d->faults = NULL;
+}
+
+int emunic_fault_stats(struct emunic_dev *d, struct emunic_fault_stats *out)
+{
+	if (!d || !out)
+		return -EINVAL;
+	*out = (struct emunic_fault_stats){
+		.wc_injected = atomic_load(&d->fault_wc),
+		.qps_held = atomic_load(&d->fault_held),
+		.qps_failed = atomic_load(&d->fault_failed),
+	};
+	return 0;
+}
+
+/* A rule about the target's side of QPs to rank peer: does it cover this
+ * rank's QP qp (this rank is the target, the QP goes to from)? */
+static bool at_target(const struct emunic_dev *d, const struct fault_rule *f, const struct emunic_qp *qp)
+{
+	return f->peer == d->rank && (f->from < 0 || f->from == qp->peer);
+}
+
+/* ... or the sender's side (this rank sends to the target over qp)? */
+static bool at_sender(const struct emunic_dev *d, const struct fault_rule *f, const struct emunic_qp *qp)
+{
+	return f->peer == qp->peer && (f->from < 0 || f->from == d->rank);
+}
+
+void emunic_fault_qp_opts(struct emunic_dev *d, const struct emunic_qp *qp, struct emunic_qp_opts *o)
+{
+	for (int i = 0; d->faults && i < d->faults->n; i++) {
+		const struct fault_rule *f = &d->faults->r[i];
+
+		if (f->kind == FAULT_RNR && at_sender(d, f, qp)) {
+			o->rnr_retry = (uint8_t)(f->retries >= 0 ? f->retries : 0);
+		} else if (f->kind == FAULT_RETRY && at_sender(d, f, qp)) {
+			o->retry_cnt = (uint8_t)(f->retries >= 0 ? f->retries : 1);
+			o->timeout = (uint8_t)(f->timeout >= 0 ? f->timeout : 12);
+		}
+	}
+}
+
+bool emunic_fault_recv_ok(struct emunic_dev *d, struct emunic_qp *qp)
+{
+	struct fault_qp *s = &qp->flt;
+
+	for (int i = 0; d->faults && i < d->faults->n; i++) {
+		const struct fault_rule *f = &d->faults->r[i];
+
+		if (f->kind != FAULT_RNR || !at_target(d, f, qp) || s->recvs < f->after ||
+		    s->held_since_ns == UINT64_MAX)
+			continue;
+		if (!s->held_since_ns) {
+			s->held_since_ns = now_ns();
+			atomic_fetch_add(&d->fault_held, 1);
+			emunic_info("fault injected (rnr rule %d): peer %d qp %u: receives held back after %llu%s: "
+				    "the peer's sends meet RNR NAKs", i + 1, qp->peer, atomic_load(&qp->qpn),
+				    (unsigned long long)s->recvs, f->hold_us ? " for a while" : "");
+		}
+		if (!f->hold_us || now_ns() - s->held_since_ns < f->hold_us * 1000)
+			return false;
+		s->held_since_ns = UINT64_MAX;	/* released for good */
+		emunic_info("fault (rnr rule %d): peer %d qp %u: receives released", i + 1, qp->peer,
+			    atomic_load(&qp->qpn));
+	}
+	s->recvs++;
+	return true;
+}
+
+/* The QP "goes away": in the error state rxe drops every packet for it, so
+ * the peer's requests go unanswered until its retries run out. */
+static void fail_qp(struct emunic_dev *d, struct emunic_qp *qp, int rule, const char *why)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+
+	if (qp->flt.failed || !qp->vqp)
+		return;
+	qp->flt.failed = true;
+	atomic_fetch_add(&d->fault_failed, 1);
+	emunic_info("fault injected (rule %d): peer %d qp %u moved to the error state %s", rule, qp->peer,
+		    atomic_load(&qp->qpn), why);
+	ibv_modify_qp(qp->vqp, &a, IBV_QP_STATE);
+}
+
+void emunic_fault_qp_up(struct emunic_dev *d, struct emunic_qp *qp)
+{
+	for (int i = 0; d->faults && i < d->faults->n; i++) {
+		const struct fault_rule *f = &d->faults->r[i];
+
+		if (f->kind == FAULT_RETRY && at_target(d, f, qp) && qp->flt.arrivals >= f->after)
+			fail_qp(d, qp, i + 1, "(retry rule: the peer's packets are dropped from now on)");
+	}
+}
+
+void emunic_fault_arrival(struct emunic_dev *d, struct emunic_qp *qp)
+{
+	qp->flt.arrivals++;
+	emunic_fault_qp_up(d, qp);
+}
+
+void emunic_fault_wc(struct emunic_dev *d, struct emunic_qp *qp, struct ibv_wc *wc, int op)
+{
+	if (wc->status != IBV_WC_SUCCESS)
+		return;
+	for (int i = 0; d->faults && i < d->faults->n; i++) {
+		struct fault_rule *f = &d->faults->r[i];
+		bool hit;
+
+		if (f->kind != FAULT_WC || (f->rank >= 0 && f->rank != d->rank) ||
+		    (f->peer >= 0 && f->peer != qp->peer) || (f->opcode && f->opcode != op))
+			continue;
+		f->seen++;
+		if (f->count && f->hits >= f->count)
+			continue;
+		hit = f->op ? f->seen >= f->op : next_rand(&f->rng) % 1000000 < f->p_ppm;
+		if (!hit)
+			continue;
+		f->hits++;
+		wc->status = (enum ibv_wc_status)f->status;
+		atomic_fetch_add(&d->fault_wc, 1);
+		emunic_info("fault injected (wc rule %d): peer %d qp %u: %s completion #%llu of the rule turned into %s",
+			    i + 1, qp->peer, wc->qp_num, emunic_task_op_str(op), (unsigned long long)f->seen,
+			    emunic_wc_status_str(f->status));
+		/* As after a real error: the QP's other work flushes. */
+		fail_qp(d, qp, i + 1, "(after the injected error, as the transport would)");
+		return;
+	}
+}
