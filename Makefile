@@ -26,7 +26,8 @@ LDLIBS   := -lrdmacm -libverbs -luring $(PMIX_LIBS) -lpthread
 
 LIB_SRCS  := $(sort $(wildcard emunic/*.c emunic/*/*.c shim/*.c engines/*/*.c baseline/*.c))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(O)/obj/%.o)
-TOOLS     := $(patsubst tools/%.c,$(O)/bin/%,$(wildcard tools/*.c))
+BENCH_SRCS := $(sort $(wildcard tools/bench/*.c))
+TOOLS     := $(patsubst tools/%.c,$(O)/bin/%,$(wildcard tools/*.c)) $(O)/bin/emunic-bench
 TESTBINS  := $(patsubst tests/bin/%.c,$(O)/bin/%,$(wildcard tests/bin/*.c))
 HEADERS   := $(wildcard include/*.h include/*/*.h emunic/*.h emunic/*/*.h engines/*/*.h shim/*.h baseline/*.h)
 
@@ -48,6 +49,11 @@ $(O)/lib/libemunic.so: $(LIB_OBJS)
 $(O)/bin/%: tools/%.c $(O)/lib/libemunic.a $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/lib/libemunic.a $(LDLIBS)
+
+# emunic-bench is a directory of its own, one file a subcommand.
+$(O)/bin/emunic-bench: $(BENCH_SRCS) tools/bench/bench.h $(O)/lib/libemunic.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(BENCH_SRCS) $(O)/lib/libemunic.a $(LDLIBS)
 
 $(O)/bin/%: tests/bin/%.c $(O)/lib/libemunic.a $(HEADERS)
 	@mkdir -p $(dir $@)

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * emunic-bench's shared declarations, for every file of tools/bench/:
+ *  - the exit statuses;
+ *  - struct bench (one run of a subcommand: bootstrap, results, the
+ *    calibrated work loop, the CSV file) and struct row (one result);
+ *  - the bench_ helpers of common.c: bootstrap and teardown, error and
+ *    progress lines, results and the CSV, a device a measurement, the work
+ *    loop and medians, table cells, target lines;
+ *  - the option machinery of opts.c: the table entries every subcommand
+ *    ends its options with, bench_parse_opts and the parsers of values;
+ *  - each subcommand's entry point and --help section (barrier.c, trig.c,
+ *    rndv.c, p2p.c, conn.c), for the table in main.c, and main.c's
+ *    bench_print_help.
+ * main.c says what the subcommands are and how a new one is added.
+ */
+#ifndef EMUNIC_BENCH_H
+#define EMUNIC_BENCH_H
+
+#include <emunic.h>
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define EXIT_USAGE 2
+#define EXIT_RUN 3
+
+/* ---- common.c ------------------------------------------------------------ */
+
+struct row {
+	char impl[24];
+	char metric[40];
+	double value;
+	const char *unit;
+};
+
+struct bench {
+	const char *cmd;		/* subcommand */
+	struct emunic_boot *boot;
+	int rank, size;
+	const char *csv_path;
+	FILE *csv;
+	struct row *rows;
+	int nrows, caprows;
+	double ns_per_iter;		/* the nop loop, calibrated */
+	double clock_ns;		/* one CLOCK_MONOTONIC read */
+	double calib_spread;		/* (max - min) / median of the runs */
+	int64_t t0;			/* start, for progress lines */
+	bool usage;			/* the failure is bad usage (exit 2) */
+};
+
+int64_t bench_mono_ns(void);
+int64_t bench_cpu_ns(void);
+bool bench_speaks(void);
+int bench_err(const struct bench *b, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void bench_progress(const struct bench *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int bench_init(struct bench *b, const char *cmd, const char *csv_path);
+int bench_fini(struct bench *b, int status);
+int bench_two_ranks(struct bench *b);
+
+/* results */
+int bench_add(struct bench *b, const char *impl, const char *metric, double value, const char *unit);
+const struct row *bench_find(const struct bench *b, const char *impl, const char *metric);
+double bench_get(const struct bench *b, const char *impl, const char *metric);
+double bench_ratio(const struct bench *b, const struct row *rw, const char *baseline);
+void bench_write_csv(const struct bench *b, const char *baseline);
+
+/* devices */
+const char *bench_idle_str(enum emunic_idle i);
+int bench_open_dev(struct bench *b, const struct emunic_dev_attr *da, struct emunic_dev **dev, char *name,
+		   size_t len);
+
+/* the work loop */
+void bench_nops(uint64_t n);
+uint64_t bench_work_iters(const struct bench *b, double ns);
+int bench_calibrate(struct bench *b);
+double bench_median(double *v, int n);
+
+/* report cells, sizes, the data pattern, targets */
+void bench_cell(double v, int width, const char *fmt);
+void bench_size_str(char *buf, size_t len, size_t v);
+unsigned char bench_pattern(size_t i);
+int bench_target_ratio(const char *what, const char *impl, double ratio, double limit, bool at_most,
+		       const char *ctx);
+
+/* ---- opts.c -------------------------------------------------------------- */
+
+/* The largest size bench_parse_size takes (rndv's largest message). */
+#define RV_MAX_SIZE ((size_t)256 << 20)
+
+/* A subcommand's own options: on_opt(name, val, arg, ctx) takes each one
+ * (name without "--") and returns 0 or EXIT_USAGE. */
+typedef int (*opt_fn)(const char *cmd, const char *name, int val, const char *arg, void *ctx);
+
+/* The options every subcommand has, ending its table; --quick where listed. */
+#define OPTS_COMMON                                                                                \
+	{ "timeout-ms", required_argument, NULL, 't' }, { "csv", required_argument, NULL, 'o' }, \
+	{ "help", no_argument, NULL, 'h' }, { 0 }
+#define OPT_QUICK { "quick", no_argument, NULL, 'Q' }
+
+struct common_opts {
+	int timeout_ms;
+	const char *csv;
+	bool quick;
+};
+
+int bench_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int bench_parse_opts(const char *cmd, int argc, char **argv, const struct option *lo, opt_fn on_opt, void *ctx,
+		     struct common_opts *com);
+bool bench_parse_int(const char *s, long lo, long hi, int *out);
+int bench_opt_int(const char *cmd, const char *name, const char *arg, long lo, long hi, const char *wants,
+		  int *out);
+int bench_opt_double(const char *cmd, const char *name, const char *arg, double lo, double hi, const char *wants,
+		     double *out);
+size_t bench_parse_size(const char *s);
+bool bench_each_item(const char *list, bool (*item)(void *, const char *), void *o);
+
+/* ---- the subcommands and main.c ------------------------------------------ */
+
+/* argv[0] is the subcommand's name; each returns the exit status. */
+int bench_barrier_main(int argc, char **argv);
+int bench_trig_main(int argc, char **argv);
+int bench_rndv_main(int argc, char **argv);
+int bench_p2p_main(int argc, char **argv);
+int bench_conn_main(int argc, char **argv);
+
+/* Their sections of --help. */
+extern const char bench_barrier_help[];
+extern const char bench_trig_help[];
+extern const char bench_rndv_help[];
+extern const char bench_p2p_help[];
+extern const char bench_conn_help[];
+
+/* The manual to f: every subcommand's section, or only that of `only`. */
+void bench_print_help(FILE *f, const char *only);
+
+#endif
