@@ -3,6 +3,7 @@
 #   make deps       install the Debian packages emunic needs (as root)
 #   make demo       the main job, over rxe (in the guest when the host has no RDMA)
 #   make test       the whole suite (installs, builds, boots the guest, runs pytest)
+#   make soak       the long two-guest loss soak (50,000 messages at 2% loss)
 #   make SAN=1      the same build with ASan + UBSan, in build/san
 
 CC       ?= cc
@@ -80,8 +81,14 @@ test: deps
 	@$(MAKE) --no-print-directory SAN=1 all
 	@$(PYTHON) -m pytest -q tests $(PYTEST_ARGS)
 
+# The long loss soak between two guests (tests/test_two_guests.py): 50,000
+# messages at 2% loss; `make test` runs a 4,000-message version.
+soak: deps
+	@$(MAKE) --no-print-directory all
+	@EMUNIC_SOAK_ROUNDS=250 $(PYTHON) -m pytest -q tests/test_two_guests.py -k soak $(PYTEST_ARGS)
+
 clean:
 	rm -rf build/obj build/lib build/bin build/san build/hdrcheck
 
-.PHONY: all deps guest demo test clean hdrcheck
+.PHONY: all deps guest demo test soak clean hdrcheck
 .DELETE_ON_ERROR:
