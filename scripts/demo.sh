@@ -27,4 +27,10 @@ echo
 echo "== 2 ranks: chunked receiver-driven rendezvous vs one get a message (quick sizes)"
 build/bin/emunic-run -n 2 -t 600 build/bin/emunic-bench rndv --quick --csv build/bench/rndv.csv
 echo
-echo "== demo done in $((SECONDS - start)) s; CSV in build/bench/ (barrier-2, barrier-4, trig, rndv)"
+echo "== 2 ranks: eager / RTR / chunked ping-pong per progress variant vs a host-progressed one (quick)"
+build/bin/emunic-run -n 2 -t 600 build/bin/emunic-bench p2p --quick --csv build/bench/p2p.csv
+echo
+echo "== 4 ranks: QPs and start-up time, static mesh vs connections on demand (quick)"
+build/bin/emunic-run -n 4 -t 600 build/bin/emunic-bench conn --quick --csv build/bench/conn.csv
+echo
+echo "== demo done in $((SECONDS - start)) s; CSV in build/bench/ (barrier-2, barrier-4, trig, rndv, p2p, conn)"

@@ -91,7 +91,7 @@ struct emunic_qp {
 	_Atomic uint32_t qpn;
 	struct task_fifo sq, rq;
 	uint64_t sq_enabled, rq_enabled;	/* managed: released up to */
-	bool flushing;
+	bool flushing;			/* receives in verbs were completed by emunic */
 	bool disconnected;		/* rdma_disconnect was called */
 	struct trig *backlog, *backlog_tail;	/* TRIGGERED: fired, waiting for room */
 	bool recvs_posted;			/* TRIGGERED: receives for arrivals */

@@ -138,19 +138,24 @@ bool emunic_fault_recv_ok(struct emunic_dev *d, struct emunic_qp *qp)
 	return true;
 }
 
-/* The QP "goes away": in the error state rxe drops every packet for it, so
- * the peer's requests go unanswered until its retries run out. */
-static void fail_qp(struct emunic_dev *d, struct emunic_qp *qp, int rule, const char *why)
+/* Moves qp's verbs QP to state: ERR after an injected error (the rest
+ * flushes, as after a real one); RESET for a QP that "goes away" (rxe drops
+ * every packet for a QP not ready to receive, so the peer's requests go
+ * unanswered until its retries run out; its own work ends here). */
+static void fail_qp(struct emunic_dev *d, struct emunic_qp *qp, int rule, enum ibv_qp_state state)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	struct ibv_qp_attr a = { .qp_state = state };
 
 	if (qp->flt.failed || !qp->vqp)
 		return;
 	qp->flt.failed = true;
 	atomic_fetch_add(&d->fault_failed, 1);
-	emunic_info("fault injected (rule %d): peer %d qp %u moved to the error state %s", rule, qp->peer,
-		    atomic_load(&qp->qpn), why);
+	emunic_info("fault injected (rule %d): peer %d qp %u %s", rule, qp->peer, atomic_load(&qp->qpn),
+		    state == IBV_QPS_RESET ? "reset: the peer's packets are dropped from now on"
+					   : "moved to the error state after the injected error");
 	ibv_modify_qp(qp->vqp, &a, IBV_QP_STATE);
+	if (state == IBV_QPS_RESET)
+		atomic_store(&qp->state, QP_ERROR);	/* gone: its own work fails here */
 }
 
 void emunic_fault_qp_up(struct emunic_dev *d, struct emunic_qp *qp)
@@ -159,7 +164,7 @@ void emunic_fault_qp_up(struct emunic_dev *d, struct emunic_qp *qp)
 		const struct fault_rule *f = &d->faults->r[i];
 
 		if (f->kind == FAULT_RETRY && at_target(d, f, qp) && qp->flt.arrivals >= f->after)
-			fail_qp(d, qp, i + 1, "(retry rule: the peer's packets are dropped from now on)");
+			fail_qp(d, qp, i + 1, IBV_QPS_RESET);
 	}
 }
 
@@ -193,7 +198,7 @@ void emunic_fault_wc(struct emunic_dev *d, struct emunic_qp *qp, struct ibv_wc *
 			    i + 1, qp->peer, wc->qp_num, emunic_task_op_str(op), (unsigned long long)f->seen,
 			    emunic_wc_status_str(f->status));
 		/* As after a real error: the QP's other work flushes. */
-		fail_qp(d, qp, i + 1, "(after the injected error, as the transport would)");
+		fail_qp(d, qp, i + 1, IBV_QPS_ERR);
 		return;
 	}
 }

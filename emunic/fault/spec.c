@@ -107,6 +107,8 @@ static int __attribute__((format(printf, 3, 4))) fail(struct parse *ps, struct t
 	if (n < 0 || (size_t)n >= ps->errlen)
 		return -EINVAL;
 	n += snprintf(ps->err + n, ps->errlen - (size_t)n, " (column %zu)\n  ", col + 1);
+	if ((size_t)n >= ps->errlen)
+		return -EINVAL;		/* truncated, and terminated, by snprintf */
 	/* The spec, unprintable bytes shown as '?' so the caret lines up. */
 	for (o = 0; o < len && (size_t)n + 2 < ps->errlen; o++)
 		ps->err[n++] = isprint((unsigned char)ps->spec[o]) ? ps->spec[o] : '?';
@@ -401,7 +403,7 @@ int emunic_fault_parse(const char *spec, struct emunic_fault_spec **out, char *e
 		if (s->n == EMUNIC_FAULT_MAX_RULES) {
 			fail(&ps, (struct tok){ p, end }, "more than %d rules", EMUNIC_FAULT_MAX_RULES);
 			free(s);
-			return -E2BIG;
+			return -EINVAL;
 		}
 		r = parse_rule(&ps, (struct tok){ p, end }, &s->r[s->n]);
 		if (r) {

@@ -156,6 +156,20 @@ static void flush_unposted(struct emunic_qp *qp, struct task_fifo *f, int status
 	f->tail = f->head;
 }
 
+/* rxe before Linux 6.2 never flushes the receive queue of a QP in the error
+ * state, and a QP reset (a retry fault) completes nothing: work verbs holds
+ * would wait forever.  Once the QP failed it completes here, once
+ * (qp->flushing); a verbs flush that does come later finds nothing
+ * outstanding and is dropped in emunic_exec_poll. */
+static void flush_in_verbs(struct emunic_qp *qp, struct task_fifo *f)
+{
+	qp->flushing = true;
+	for (uint64_t i = f->done; i < f->head; i++)
+		task_done(qp, fifo_at(f, i), EMUNIC_WC_WR_FLUSH_ERR, NULL);
+	atomic_fetch_add_explicit(&f->completed, f->head - f->done, memory_order_release);
+	f->done = f->head;
+}
+
 void emunic_exec_qp_error(struct emunic_qp *qp, int status)
 {
 	flush_unposted(qp, &qp->sq, status);
@@ -210,6 +224,10 @@ int emunic_exec_push(struct emunic_dev *d)
 			continue;
 		if (atomic_load(&qp->state) == QP_ERROR) {
 			emunic_exec_qp_error(qp, EMUNIC_WC_WR_FLUSH_ERR);
+			if (qp->rq.done != qp->rq.head)
+				flush_in_verbs(qp, &qp->rq);
+			if (qp->sq.done != qp->sq.head)
+				flush_in_verbs(qp, &qp->sq);
 			continue;
 		}
 		if (atomic_load(&qp->state) != QP_UP)
@@ -244,11 +262,16 @@ int emunic_exec_poll(struct emunic_dev *d)
 		if ((wc[i].wr_id & 1) && (qp->attr.flags & EMUNIC_QP_TRIGGERED)) {
 			if (wc[i].status != IBV_WC_SUCCESS)
 				atomic_store(&qp->state, QP_ERROR);
-			if (wc[i].status != IBV_WC_SUCCESS && wc[i].status != IBV_WC_WR_FLUSH_ERR)
+			if (wc[i].status != IBV_WC_SUCCESS && wc[i].status != IBV_WC_WR_FLUSH_ERR) {
+				emunic_info("peer %d qp %u: RECV (arrival) failed: %s", qp->peer, wc[i].qp_num,
+					    ibv_wc_status_str(wc[i].status));
 				emunic_cm_disconnect(qp);
+			}
 			emunic_trig_arrival(d, qp, &wc[i]);
 			continue;
 		}
+		if (f->done == f->head && qp->flushing)
+			continue;	/* completed by flush_in_verbs already */
 		t = fifo_at(f, f->done++);
 
 		atomic_fetch_add_explicit(&f->completed, 1, memory_order_release);

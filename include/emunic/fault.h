@@ -18,8 +18,9 @@
  *       the receives after T (with retries=7 the sender just waits).
  *   retry:peer=R[,from=S][,after=N][,retries=K][,timeout=E]
  *       Real transport retry exceeded.  Rank R's QP (from rank S only, if
- *       given) goes to the error state once N (default 0) messages arrived
- *       on it: the transport drops what reaches it, so the sender's work
+ *       given) is reset once N (default 0) messages arrived on it (its own
+ *       work fails with WR_FLUSH_ERR): the transport drops what reaches a QP
+ *       that is not ready, so the sender's work
  *       request ends in RETRY_EXC_ERR after K retries (default 1) of the ACK
  *       timeout 4.096 us * 2^E (default 12, 17 ms).
  *   loss:p=P[,delay=T][,jitter=T]
@@ -54,8 +55,10 @@ struct emunic_fault_spec;
 
 /*
  * Parses spec.  On -EINVAL, err (if errlen > 0) holds a message naming the
- * bad token, then the spec, then a line with a caret under the token.
- * -E2BIG: more than EMUNIC_FAULT_MAX_RULES rules.  An empty spec has no rules.
+ * bad token, then the spec, then a line with a caret under the token (cut
+ * short, still terminated, when errlen is small); more than
+ * EMUNIC_FAULT_MAX_RULES rules is -EINVAL too.  An empty spec has no rules.
+ * The launcher acts on a loss rule (emunic-run: netem); a device ignores it.
  */
 #define EMUNIC_FAULT_MAX_RULES 16
 int emunic_fault_parse(const char *spec, struct emunic_fault_spec **out, char *err, size_t errlen);

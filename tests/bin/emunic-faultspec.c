@@ -86,6 +86,13 @@ static int fuzz(long n, uint64_t seed)
 		snprintf(spec, sizeof(spec), "%s", seeds[rnd(&s) % (sizeof(seeds) / sizeof(seeds[0]))]);
 		while (k--)
 			mutate(spec, sizeof(spec), &s);
+		/* A small error buffer must be cut short, never overrun (ASan). */
+		size_t small = (size_t)(rnd(&s) % 80) + 1;
+		char *tiny = malloc(small);
+
+		if (tiny && emunic_fault_parse(spec, &f, tiny, small) == 0)
+			emunic_fault_free(f);
+		free(tiny);
 		if (emunic_fault_parse(spec, &f, err, sizeof(err))) {
 			bad++;
 			if (!strchr(err, '^') || strncmp(err, "bad fault spec: ", 16)) {

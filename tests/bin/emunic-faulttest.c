@@ -16,7 +16,9 @@
  * managed send released by SEND_EN and a signaled WAIT), trig-put trig-get
  * (triggered ops, status from their events), barrier (emunic_coll), and
  * eager rtr chunked (emunic_rndv isend/irecv); barrier-dead runs on any
- * number of ranks: the last exits before a barrier the others enter.
+ * number of ranks: the last exits before a barrier the others enter;
+ * others: rank 0 sends to every other rank at once (a fault on one pair must
+ * not touch the rest).
  */
 #include "emunic.h"
 #include "emunic/coll.h"
@@ -213,6 +215,54 @@ static void run_verbs(int op, bool managed)
 	}
 }
 
+/* Rank 0 sends to every other rank at once over its own QPs: a fault on one
+ * pair must leave the others' traffic alone. */
+static void run_others(void)
+{
+	struct emunic_qp *q[64] = { 0 };
+	struct emunic_qp_attr a;
+	struct emunic_wc wc;
+	int size = emunic_dev_size(T->dev), r, st;
+
+	if (size > 64)
+		die("others (at most 64 ranks)", -EINVAL);
+	if ((r = emunic_cq_create(T->dev, 64, 0, &T->scq)) || (r = emunic_cq_create(T->dev, 64, 0, &T->rcq)) ||
+	    (r = emunic_mq_create(T->dev, 0, &T->mq)) || (r = emunic_mr_reg(T->dev, T->buf, BUF, &T->mr)))
+		die("cq/mq/mr", r);
+	emunic_qp_attr_init(&a);
+	a.send_cq = T->scq;
+	a.recv_cq = T->rcq;
+	for (int p = 0; p < size; p++)
+		if (p != T->rank && (T->rank == 0 || p == 0) &&
+		    ((r = emunic_qp_create(T->dev, p, &a, &q[p])) || (r = emunic_qp_wait_connected(q[p], 30000))))
+			die("qp to a peer", r);
+	if (T->rank != 0)
+		post((struct emunic_task){ .op = EMUNIC_TASK_RECV, .qp = q[0], .addr = T->buf, .len = 64,
+					   .mr = T->mr, .wr_id = 1 });
+	sync_ranks();
+	clock_gettime(CLOCK_MONOTONIC, &T->t0);
+	if (T->rank == 0) {
+		for (int p = 1; p < size; p++)
+			post((struct emunic_task){ .op = EMUNIC_TASK_SEND, .qp = q[p], .addr = T->buf, .len = 64,
+						   .mr = T->mr, .wr_id = (uint64_t)p });
+		for (int n = 1; n < size; n++) {
+			char what[32];
+
+			if ((st = one_wc(T->scq, &wc, T->timeout_ms)) < 0) {
+				report("SEND", "NONE", -1, 0);
+				break;
+			}
+			snprintf(what, sizeof(what), "SEND to %d", wc.peer);
+			report(what, status_name(st), wc.peer, wc.qp_num);
+		}
+	}
+	sync_ranks();
+	if (T->rank != 0) {
+		st = one_wc(T->rcq, &wc, 2000);
+		report("RECV", st < 0 ? "NONE" : status_name(st), 0, st < 0 ? 0 : wc.qp_num);
+	}
+}
+
 /* ---- triggered put / get: the status of the initiator's event ---- */
 
 static void run_trig(int kind)
@@ -342,7 +392,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: emunic-run -n 2 [-f SPEC] emunic-faulttest OP [--timeout-ms N]\n"
 		   "OP: send write write_imm read fetch_add mq trig-put trig-get barrier eager rtr chunked\n"
-		   "    barrier-dead (any number of ranks: the last one exits before the barrier)\n");
+		   "    barrier-dead (any number of ranks: the last one exits before the barrier)\n"
+		   "    others (any number: rank 0 sends to every other rank at once)\n");
 }
 
 int main(int argc, char **argv)
@@ -367,7 +418,7 @@ int main(int argc, char **argv)
 		die("boot", r);
 	T->rank = emunic_boot_rank(T->boot);
 	emunic_log_set_rank(T->rank);
-	if (emunic_boot_size(T->boot) != 2 && strcmp(T->op, "barrier-dead")) {
+	if (emunic_boot_size(T->boot) != 2 && strcmp(T->op, "barrier-dead") && strcmp(T->op, "others")) {
 		fprintf(stderr, "emunic-faulttest: needs 2 ranks\n");
 		return 2;
 	}
@@ -384,6 +435,8 @@ int main(int argc, char **argv)
 		run_barrier();
 	else if (!strcmp(T->op, "barrier-dead"))
 		run_barrier_dead();
+	else if (!strcmp(T->op, "others"))
+		run_others();
 	else if (!strcmp(T->op, "eager"))
 		run_rndv(EMUNIC_RNDV_CHUNKED, 64);
 	else if (!strcmp(T->op, "rtr"))
