@@ -115,6 +115,40 @@ static int vdev_setup(struct emunic_vdev *d, struct ibv_context *ctx)
 	return 0;
 }
 
+/* The one of list's n devices named name (if given), else the first with
+ * an ACTIVE port: its index, or -1. */
+static int pick_device(struct ibv_context **list, int n, const char *name)
+{
+	for (int i = 0; i < n; i++) {
+		struct ibv_port_attr pa;
+		struct ibv_device_attr_ex da;
+
+		if (name && *name) {
+			if (!strcmp(ibv_get_device_name(list[i]->device), name))
+				return i;
+			continue;
+		}
+		if (!ibv_query_device_ex(list[i], NULL, &da) && first_active_port(list[i], &da, &pa) > 0)
+			return i;
+	}
+	return -1;
+}
+
+int emunic_vdev_pick(char *out, size_t len)
+{
+	const char *name = getenv("EMUNIC_DEVICE");
+	struct ibv_context **list;
+	int n = 0, i;
+
+	list = rdma_get_devices(&n);
+	i = list ? pick_device(list, n, name) : -1;
+	if (i >= 0)
+		snprintf(out, len, "%s", ibv_get_device_name(list[i]->device));
+	if (list)
+		rdma_free_devices(list);
+	return i >= 0 ? 0 : n ? -ENETDOWN : -ENODEV;
+}
+
 int emunic_vdev_open(const char *name, struct emunic_vdev **out)
 {
 	struct ibv_context **list, *pick = NULL;
@@ -130,18 +164,8 @@ int emunic_vdev_open(const char *name, struct emunic_vdev **out)
 		return emunic_err(-ENODEV, "no RDMA device; load rdma_rxe and run "
 				  "`rdma link add rxe0 type rxe netdev <if>`, or use the guest (make test)");
 	}
-	for (i = 0; i < n && !pick; i++) {
-		struct ibv_port_attr pa;
-		struct ibv_device_attr_ex da;
-
-		if (name && *name) {
-			if (!strcmp(ibv_get_device_name(list[i]->device), name))
-				pick = list[i];
-			continue;
-		}
-		if (!ibv_query_device_ex(list[i], NULL, &da) && first_active_port(list[i], &da, &pa) > 0)
-			pick = list[i];
-	}
+	i = pick_device(list, n, name);
+	pick = i >= 0 ? list[i] : NULL;
 	if (!pick) {
 		char names[256] = "";
 		size_t off = 0;

@@ -45,6 +45,9 @@ struct emunic_vdev {
  * -ENETDOWN (no active port), -EADDRNOTAVAIL (no usable GID).
  */
 int emunic_vdev_open(const char *name, struct emunic_vdev **out);
+/* The name of the device emunic_vdev_open(NULL) would open, without opening
+ * it: 0, -ENODEV (no RDMA device), -ENETDOWN (none with an ACTIVE port). */
+int emunic_vdev_pick(char *out, size_t len);
 void emunic_vdev_close(struct emunic_vdev *dev);
 
 /* ---- RC connections through librdmacm ---------------------------------- */

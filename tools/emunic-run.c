@@ -13,6 +13,7 @@
  */
 #include "emunic/boot_wire.h"
 #include "emunic/fault.h"
+#include "emunic/verbs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -600,34 +601,11 @@ static bool has_loss(const struct job *j)
  * picks it, the first device with an ACTIVE port. */
 static void pick_device(struct job *j)
 {
-	struct ibv_device **list;
-	int n = 0;
-
 	if (j->device) {
 		snprintf(j->hwdev, sizeof(j->hwdev), "%s", j->device);
 		return;
 	}
-	list = ibv_get_device_list(&n);
-	for (int i = 0; i < n && !j->hwdev[0]; i++) {
-		struct ibv_context *ctx = ibv_open_device(list[i]);
-		struct ibv_device_attr da;
-
-		if (!ctx)
-			continue;
-		if (!ibv_query_device(ctx, &da))
-			for (int port = 1; port <= da.phys_port_cnt; port++) {
-				struct ibv_port_attr pa;
-
-				if (!ibv_query_port(ctx, (uint8_t)port, &pa) && pa.state == IBV_PORT_ACTIVE) {
-					snprintf(j->hwdev, sizeof(j->hwdev), "%s", ibv_get_device_name(list[i]));
-					break;
-				}
-			}
-		ibv_close_device(ctx);
-	}
-	if (list)
-		ibv_free_device_list(list);
-	if (!j->hwdev[0]) {
+	if (emunic_vdev_pick(j->hwdev, sizeof(j->hwdev))) {
 		say("no RDMA device has an ACTIVE port (check `rdma link`): %s needs the job's device",
 		    j->counters ? "--counters" : "the loss rule");
 		exit(EXIT_LAUNCH);

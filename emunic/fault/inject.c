@@ -9,20 +9,12 @@
  */
 #include "emunic/core/core.h"
 #include "emunic/fault/fault.h"
+#include "emunic/triggered/trig.h"
 #include "emunic/log.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* splitmix64: small, and the same sequence everywhere for a seed. */
 static uint64_t next_rand(uint64_t *s)
@@ -122,13 +114,13 @@ bool emunic_fault_recv_ok(struct emunic_dev *d, struct emunic_qp *qp)
 		    s->held_since_ns == UINT64_MAX)
 			continue;
 		if (!s->held_since_ns) {
-			s->held_since_ns = now_ns();
+			s->held_since_ns = emunic_now_ns();
 			atomic_fetch_add(&d->fault_held, 1);
 			emunic_info("fault injected (rnr rule %d): peer %d qp %u: receives held back after %llu%s: "
 				    "the peer's sends meet RNR NAKs", i + 1, qp->peer, atomic_load(&qp->qpn),
 				    (unsigned long long)s->recvs, f->hold_us ? " for a while" : "");
 		}
-		if (!f->hold_us || now_ns() - s->held_since_ns < f->hold_us * 1000)
+		if (!f->hold_us || emunic_now_ns() - s->held_since_ns < f->hold_us * 1000)
 			return false;
 		s->held_since_ns = UINT64_MAX;	/* released for good */
 		emunic_info("fault (rnr rule %d): peer %d qp %u: receives released", i + 1, qp->peer,

@@ -288,7 +288,7 @@ static int set_value(const struct key *k, struct tok v, struct fault_rule *r)
 	return -EINVAL;
 }
 
-static int key_list(enum fault_kind kind, char *buf, size_t len)
+static void key_list(enum fault_kind kind, char *buf, size_t len)
 {
 	size_t n = 0;
 
@@ -296,7 +296,6 @@ static int key_list(enum fault_kind kind, char *buf, size_t len)
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (keys[i].kinds & K(kind))
 			n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%s%s", n ? ", " : "", keys[i].name);
-	return 0;
 }
 
 /* Whether the key called name is among those given (a bit per keys[] row). */

@@ -146,13 +146,20 @@ static int post_one(struct emunic_qp *qp, struct core_task *ct, bool recv)
 	return ibv_post_send(qp->vqp, &wr, &bad);
 }
 
+/* Tasks [from, to) of f complete with status, without verbs.  Returns how many. */
+static uint64_t complete_range(struct emunic_qp *qp, struct task_fifo *f, uint64_t from, uint64_t to, int status)
+{
+	for (uint64_t i = from; i < to; i++)
+		task_done(qp, fifo_at(f, i), status, NULL);
+	atomic_fetch_add_explicit(&f->completed, to - from, memory_order_release);
+	return to - from;
+}
+
 /* A failed QP: tasks verbs never saw complete now with status; those in
- * verbs complete when verbs flushes them (in emunic_exec_poll). */
+ * verbs complete when verbs flushes them, or in flush_in_verbs. */
 static void flush_unposted(struct emunic_qp *qp, struct task_fifo *f, int status)
 {
-	for (uint64_t i = f->head; i < f->tail; i++)
-		task_done(qp, fifo_at(f, i), status, NULL);
-	atomic_fetch_add_explicit(&f->completed, f->tail - f->head, memory_order_release);
+	complete_range(qp, f, f->head, f->tail, status);
 	f->tail = f->head;
 }
 
@@ -164,9 +171,7 @@ static void flush_unposted(struct emunic_qp *qp, struct task_fifo *f, int status
 static void flush_in_verbs(struct emunic_qp *qp, struct task_fifo *f)
 {
 	qp->flushing = true;
-	for (uint64_t i = f->done; i < f->head; i++)
-		task_done(qp, fifo_at(f, i), EMUNIC_WC_WR_FLUSH_ERR, NULL);
-	atomic_fetch_add_explicit(&f->completed, f->head - f->done, memory_order_release);
+	complete_range(qp, f, f->done, f->head, EMUNIC_WC_WR_FLUSH_ERR);
 	f->done = f->head;
 }
 
@@ -180,11 +185,8 @@ void emunic_exec_qp_error(struct emunic_qp *qp, int status)
  * Returns how many. */
 static uint64_t cancel_fifo(struct emunic_qp *qp, struct task_fifo *f)
 {
-	uint64_t n = f->tail - f->done;
+	uint64_t n = complete_range(qp, f, f->done, f->tail, EMUNIC_WC_CANCELED);
 
-	for (uint64_t i = f->done; i < f->tail; i++)
-		task_done(qp, fifo_at(f, i), EMUNIC_WC_CANCELED, NULL);
-	atomic_fetch_add_explicit(&f->completed, n, memory_order_release);
 	f->done = f->head = f->tail;
 	return n;
 }
@@ -250,16 +252,20 @@ int emunic_exec_poll(struct emunic_dev *d)
 	for (int i = 0; i < n; i++) {
 		struct emunic_qp *qp = (struct emunic_qp *)(uintptr_t)(wc[i].wr_id & ~(uint64_t)1);
 		struct task_fifo *f = (wc[i].wr_id & 1) ? &qp->rq : &qp->sq;
+		/* A message into a triggered QP: arrivals, not tasks. */
+		bool arrival = (wc[i].wr_id & 1) && (qp->attr.flags & EMUNIC_QP_TRIGGERED);
 		struct core_task *t;
 
 		if (atomic_load_explicit(&qp->o.gone, memory_order_relaxed))
 			continue;	/* left in the CQ by a QP destroyed since */
+		if (!arrival && f->done == f->head && qp->flushing)
+			continue;	/* completed by flush_in_verbs already */
 		if (d->faults) {
 			emunic_fault_wc(d, qp, &wc[i], (wc[i].wr_id & 1) ? EMUNIC_TASK_RECV : fifo_at(f, f->done)->t.op);
 			if ((wc[i].wr_id & 1) && wc[i].status == IBV_WC_SUCCESS)
 				emunic_fault_arrival(d, qp);
 		}
-		if ((wc[i].wr_id & 1) && (qp->attr.flags & EMUNIC_QP_TRIGGERED)) {
+		if (arrival) {
 			if (wc[i].status != IBV_WC_SUCCESS)
 				atomic_store(&qp->state, QP_ERROR);
 			if (wc[i].status != IBV_WC_SUCCESS && wc[i].status != IBV_WC_WR_FLUSH_ERR) {
@@ -270,8 +276,6 @@ int emunic_exec_poll(struct emunic_dev *d)
 			emunic_trig_arrival(d, qp, &wc[i]);
 			continue;
 		}
-		if (f->done == f->head && qp->flushing)
-			continue;	/* completed by flush_in_verbs already */
 		t = fifo_at(f, f->done++);
 
 		atomic_fetch_add_explicit(&f->completed, 1, memory_order_release);

@@ -193,35 +193,34 @@ int match_arrive(struct match_state *m, struct match_entry *msg, match_fn *on_ma
 	return n;
 }
 
+/* Removes e from q if it is there: looked up rather than trusting its
+ * links, so an entry matched already or never queued gives -ENOENT instead
+ * of corrupting the queue. */
+static int q_take(struct match_queue *q, struct match_entry *e)
+{
+	struct match_entry *x;
+
+	for (x = q->head; x && x != e; x = x->next)
+		;
+	if (!x)
+		return -ENOENT;
+	q_remove(q, e);
+	return 0;
+}
+
 int match_cancel(struct match_state *m, struct match_entry *r)
 {
-	struct match_entry *e;
-
 	if (!m || !r)
 		return -EINVAL;
-	/* Look r up rather than trust its links: a matched or never-posted
-	 * entry must give -ENOENT, not corrupt the queue. */
-	for (e = m->posted.head; e && e != r; e = e->next)
-		;
-	if (!e)
+	if (q_take(&m->posted, r))
 		return -ENOENT;
-	q_remove(&m->posted, r);
 	m->count.canceled++;
 	return 0;
 }
 
 int match_withdraw(struct match_state *m, struct match_entry *msg)
 {
-	struct match_entry *e;
-
-	if (!m || !msg)
-		return -EINVAL;
-	for (e = m->unexpected.head; e && e != msg; e = e->next)
-		;
-	if (!e)
-		return -ENOENT;
-	q_remove(&m->unexpected, msg);
-	return 0;
+	return m && msg ? q_take(&m->unexpected, msg) : -EINVAL;
 }
 
 struct match_entry *match_probe(const struct match_state *m, int src, int tag, uint32_t ctx)

@@ -10,6 +10,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+void rndv_req_fail(struct emunic_req *q, int peer, const char *why)
+{
+	fprintf(stderr, "emunic: rank %d: %s%s of %zu bytes %s rank %d tag %d: %s\n", q->r->rank, q->rtr ? "rtr " : "",
+		q->kind == REQ_SEND ? "send" : "receive", q->len, q->kind == REQ_SEND ? "to" : "from", peer, q->tag,
+		why);
+	q->st.error = -EIO;
+	atomic_store(&q->state, REQ_DONE);
+}
+
 static bool qp_failed(struct emunic_rndv *r, int peer)
 {
 	return peer >= 0 && peer < r->size && r->peer[peer].qp && emunic_qp_failed(r->peer[peer].qp);
@@ -32,13 +41,8 @@ static bool fail_orphan(struct emunic_req *q)
 		else if (q->kind == REQ_RECV)
 			e = q->rtr ? rndv_rtr_withdraw(r, q) : match_cancel(&r->m, &q->me);
 	}
-	if (!e) {
-		fprintf(stderr, "emunic: rank %d: %s of %zu bytes %s rank %d tag %d failed: the QP to rank %d failed\n",
-			r->rank, q->kind == REQ_SEND ? "send" : "receive", q->len, q->kind == REQ_SEND ? "to" : "from",
-			peer, q->tag, peer);
-		q->st.error = -EIO;
-		atomic_store(&q->state, REQ_DONE);
-	}
+	if (!e)
+		rndv_req_fail(q, peer, "the QP to that rank failed");
 	pthread_mutex_unlock(&r->lock);
 	return !e;
 }

@@ -256,6 +256,10 @@ void rndv_on_ack(void *arg, const struct emunic_event *ev);
 /* Retries whatever a full command ring refused: acks, credits, RTRs, answers. */
 void rndv_flush(struct emunic_rndv *r);
 
+/* request.c: the request fails with -EIO, saying why on stderr (rank, kind,
+ * size, peer, tag). */
+void rndv_req_fail(struct emunic_req *q, int peer, const char *why);
+
 /* rtr.c: the receiver-initiated rendezvous */
 int rndv_rtr_isend(struct emunic_rndv *r, struct emunic_req *q);
 int rndv_rtr_irecv(struct emunic_rndv *r, struct emunic_req *q);

@@ -35,17 +35,6 @@ void rndv_unowe(struct emunic_rndv *r, struct emunic_req *q)
 	rndv_list_remove(&r->owed, &r->owed_tail, q, offsetof(struct emunic_req, next_owed));
 }
 
-static void fail_req(struct emunic_req *q, const char *why)
-{
-	struct emunic_rndv *r = q->r;
-
-	fprintf(stderr, "emunic: rank %d: %s of %zu bytes %s rank %d tag %d: %s\n", r->rank,
-		q->kind == REQ_SEND ? "rtr send" : "rtr receive", q->len, q->kind == REQ_SEND ? "to" : "from",
-		q->peer, q->tag, why);
-	q->st.error = -EIO;
-	atomic_store(&q->state, REQ_DONE);
-}
-
 /* ---- sender ------------------------------------------------------------------------ */
 
 int rndv_rtr_answer(struct emunic_rndv *r, struct emunic_req *q)
@@ -66,7 +55,7 @@ int rndv_rtr_answer(struct emunic_rndv *r, struct emunic_req *q)
 		return 0;
 	qp = rndv_peer_qp(r, q->peer);
 	if (!qp) {
-		fail_req(q, "no connection");
+		rndv_req_fail(q, q->peer, "no connection");
 		return 0;
 	}
 	*lw = (struct rndv_landing){ .total = q->len, .tag = q->tag };
@@ -81,7 +70,7 @@ int rndv_rtr_answer(struct emunic_rndv *r, struct emunic_req *q)
 	if (e == -ENOSPC)
 		return e;
 	if (e) {
-		fail_req(q, "the answer to its RTR could not be posted");
+		rndv_req_fail(q, q->peer, "the answer to its RTR could not be posted");
 		return 0;
 	}
 	q->started = true;
@@ -183,7 +172,7 @@ static int post_rtr(struct emunic_rndv *r, int p, struct emunic_req *q)
 		pe->rtr_wait_tail = NULL;
 	q->next_owed = NULL;
 	if (e) {
-		fail_req(q, "its RTR could not be posted");
+		rndv_req_fail(q, q->peer, "its RTR could not be posted");
 		return 0;
 	}
 	pe->nlanding_free--;
