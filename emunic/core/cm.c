@@ -33,10 +33,12 @@ static void qp_opts(const struct emunic_qp *qp, struct emunic_qp_opts *o)
 
 static void qp_up(struct emunic_dev *d, struct emunic_qp *qp)
 {
-	atomic_store(&qp->was_up, true);
-	atomic_store(&qp->state, QP_UP);
+	/* Fault rules act before the app can see the QP up: a peer's message
+	 * must not slip in between. */
 	if (d->faults)
 		emunic_fault_qp_up(d, qp);
+	atomic_store(&qp->was_up, true);
+	atomic_store(&qp->state, qp->flt.failed ? QP_ERROR : QP_UP);
 }
 
 void emunic_cm_disconnect(struct emunic_qp *qp)

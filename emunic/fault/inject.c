@@ -146,8 +146,9 @@ static void fail_qp(struct emunic_dev *d, struct emunic_qp *qp, int rule, enum i
 		    state == IBV_QPS_RESET ? "reset: the peer's packets are dropped from now on"
 					   : "moved to the error state after the injected error");
 	ibv_modify_qp(qp->vqp, &a, IBV_QP_STATE);
-	if (state == IBV_QPS_RESET)
-		atomic_store(&qp->state, QP_ERROR);	/* gone: its own work fails here */
+	/* Gone: its own work fails here (at connection time qp_up says so). */
+	if (state == IBV_QPS_RESET && atomic_load(&qp->was_up))
+		atomic_store(&qp->state, QP_ERROR);
 }
 
 void emunic_fault_qp_up(struct emunic_dev *d, struct emunic_qp *qp)
