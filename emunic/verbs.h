@@ -71,9 +71,19 @@ struct emunic_conn_hello {
 	int32_t rank;
 	int32_t index;		/* the k-th QP between the two ranks */
 	uint32_t flags;		/* EMUNIC_HELLO_* */
+	/* Reconnection (emunic/core/reconnect.c): the connection being made,
+	 * the sender's last one that came up, and how many writes-with-
+	 * immediate arrived on the latest connection anything arrived on. */
+	uint64_t conn;
+	uint64_t last_up;
+	uint64_t rx_conn, rx_count;
 };
+/* rdma_cm carries 56 bytes of private data in a request (RC, TCP port space). */
+_Static_assert(sizeof(struct emunic_conn_hello) <= 56, "the hello fits a connection request");
 #define EMUNIC_HELLO_ON_DEMAND (1u << 0)	/* request: either side may connect */
 #define EMUNIC_HELLO_YIELD (1u << 1)		/* reject: connect to me, my request is coming */
+#define EMUNIC_HELLO_RECONNECT (1u << 2)	/* request: the pair's connection failed, again */
+#define EMUNIC_HELLO_GONE (1u << 3)		/* reject: that QP is gone or failed for good */
 /* Moves qp to INIT, RTR or RTS from rdma_init_qp_attr() with o's settings. */
 int emunic_cm_qp_move(struct rdma_cm_id *id, struct ibv_qp *qp, const struct emunic_qp_opts *o,
 		      enum ibv_qp_state to, int peer);

@@ -122,14 +122,14 @@ def test_bad_spec_fails_the_device_open(rxe):
 
 # ---- every fault kind against every operation, on rxe ---------------------------
 
-def run_matrix(rxe, spec, ops, timeout_ms=2000):
+def run_matrix(rxe, spec, ops, timeout_ms=2000, extra=""):
     """One guest command for many runs: each op under spec, with the hw
     counters read around the whole loop."""
     keys = "rcvd_rnr_err send_rnr_err retry_exceeded_err retry_rnr_exceeded_err"
     snap = "printf '%%s ' %s; for k in %s; do printf '%%s=%%s ' $k $(cat %s/$k 2>/dev/null || echo 0); done; echo" % (
         "{tag}", keys, HW)
-    loop = "; ".join("echo '### %s'; %s -n 2 -t 60 env EMUNIC_FAULTS='%s' %s %s --timeout-ms %d 2>&1; echo \"### rc=$?\"" % (
-        op, RUN, spec, TEST, op, timeout_ms) for op in ops)
+    loop = "; ".join("echo '### %s'; %s -n 2 -t 60 env EMUNIC_FAULTS='%s' %s %s --timeout-ms %d %s 2>&1; echo \"### rc=$?\"" % (
+        op, RUN, spec, TEST, op, timeout_ms, extra) for op in ops)
     rc, out = rxe.run("%s; %s; %s" % (snap.format(tag="BEFORE"), loop, snap.format(tag="AFTER")),
                       timeout=90 * len(ops))
     parts = {m[0]: m[1] + "rc=" + m[2] for m in re.findall(r"### (\S+)\n(.*?)### rc=(\d+)", out, re.S)}
@@ -140,7 +140,9 @@ def run_matrix(rxe, spec, ops, timeout_ms=2000):
 
 @pytest.mark.parametrize("spec", sorted(FAULTS))
 def test_fault_against_every_operation(rxe, spec):
-    out, parts, delta = run_matrix(rxe, spec, OPS)
+    # Reconnection off: each failure ends where the table says, exactly
+    # (test_engines_reconnect_and_resend shows the engines surviving them).
+    out, parts, delta = run_matrix(rxe, spec, OPS, extra="--reconnects 0")
     want = FAULTS[spec]
     for op in OPS:
         body = parts.get(op, "")
@@ -169,6 +171,56 @@ def test_fault_against_every_operation(rxe, spec):
         assert delta.get("retry_exceeded_err", 0) == 0 and delta.get("retry_rnr_exceeded_err", 0) == 0, delta
         for op in OPS:
             assert "injected: 1 wc" in parts[op], parts[op]
+
+
+ENGINE_OPS = ["eager", "rtr", "chunked"]
+
+
+@pytest.mark.parametrize("spec", ["retry:peer=1", "wc:status=REM_ACCESS_ERR,rank=0,op=1"])
+def test_engines_reconnect_and_resend(rxe, spec):
+    # The same faults with the engine's default reconnection: the core
+    # makes the connection again, the message the failure caught goes again,
+    # both sides complete with no error, once.
+    out, parts, delta = run_matrix(rxe, spec, ENGINE_OPS, timeout_ms=8000)
+    for op in ENGINE_OPS:
+        body = parts.get(op, "")
+        assert body.endswith("rc=0"), "%s under %s: the job failed:\n%s" % (op, spec, body or out)
+        got = results(body)
+        assert got[(0, "isend")][0] == "OK" and got[(1, "irecv")][0] == "OK", "%s under %s:\n%s" % (op, spec, body)
+        assert re.search(r"rank 0: reconnections: [1-9]", body), "%s under %s:\n%s" % (op, spec, body)
+        assert re.search(r"emunic: rank [01]: peer [01] qp \d+: connected again \(reconnection 1\)", body), body
+        if spec.startswith("wc"):   # the failure is still said, with its status
+            assert re.search(r"rank 0: peer 1 qp \d+: (WRITE_IMM \(wr_id \d+\)|RECV \(arrival\)) failed: "
+                             r"remote access error", body) and "reconnecting (3 of 4 left)" in body, body
+
+
+def test_reconnecting_into_a_fault_that_stays_gives_up(rxe):
+    # rnr with no end: every connection made again meets it too; after 4 in a
+    # row the failure is final, the requests fail with EIO, well within the
+    # bound, and the line says why.
+    out, parts, delta = run_matrix(rxe, "rnr:peer=1", ["eager"], timeout_ms=8000)
+    body = parts["eager"]
+    got = results(body)
+    assert got[(0, "isend")][0] == "EIO" and got[(0, "isend")][1] < 6000, body
+    assert got[(1, "irecv")][0] == "EIO", body
+    assert "rank 0: reconnections: 4" in body, body
+    assert "4 reconnection(s) in a row did not help: the failure is final" in body, body
+    assert delta.get("retry_rnr_exceeded_err", 0) >= 5, (delta, out)
+
+
+@pytest.mark.parametrize("proto", ["chunked", "rtr"])
+def test_seeded_faults_every_message_exactly_once(rxe, proto):
+    # The seeded p= mode on rxe: about one completion in 300 on both ranks
+    # becomes RETRY_EXC_ERR, so connections fail again and again in the
+    # middle of eager messages, chunked gets and RTR answers.  Every one of
+    # the 1,000 messages (0 B .. 200 KB) arrives byte-exact, matched to its
+    # receive by tag and order, and none is left over (no duplicate).
+    rc, out = rxe.run("%s -n 2 -t 280 -f 'wc:status=RETRY_EXC_ERR,p=0.3%%,seed=7' %s/emunic-rndv sizes "
+                      "--proto %s --count 100 --max 200000 --rounds 5 2>&1" % (RUN, BIN, proto), timeout=320)
+    assert rc == 0 and "emunic-rndv: sizes: PASS" in out, out
+    injected = out.count("turned into transport retry counter exceeded")
+    made = [int(n) for n in re.findall(r"rank \d: (\d+) reconnection\(s\), nothing left over", out)]
+    assert injected >= 5 and len(made) == 2 and min(made) >= 3, (injected, made, out)
 
 
 def test_synthetic_status_is_exact(rxe):

@@ -35,10 +35,14 @@ static void qp_up(struct emunic_dev *d, struct emunic_qp *qp)
 {
 	/* Fault rules act before the app can see the QP up: a peer's message
 	 * must not slip in between. */
-	if (d->faults)
-		emunic_fault_qp_up(d, qp);
+	bool failed = d->faults && emunic_fault_qp_up(d, qp);
+
 	atomic_store(&qp->was_up, true);
-	atomic_store(&qp->state, qp->flt.failed ? QP_ERROR : QP_UP);
+	emunic_rc_up(qp);
+	if (failed)
+		emunic_qp_fail(d, qp, IBV_WC_RETRY_EXC_ERR, 0, "a fault rule reset it");
+	else
+		atomic_store(&qp->state, QP_UP);
 }
 
 void emunic_cm_disconnect(struct emunic_qp *qp)
@@ -59,12 +63,12 @@ static void peer_gone(struct emunic_qp *qp)
 		return;
 	/* At the end of a job peers close in any order: say it only when
 	 * something was still on its way to the peer. */
-	if (qp->sq.tail != qp->sq.done)
+	if (qp->sq.tail != qp->sq.done && !qp->attr.reconnects)
 		emunic_info("peer %d qp %u: the peer disconnected (it exited or destroyed its QP) with %llu "
 			    "send(s) outstanding: they fail", qp->peer, atomic_load(&qp->qpn),
 			    (unsigned long long)(qp->sq.tail - qp->sq.done));
-	atomic_store(&qp->state, QP_ERROR);
-	emunic_cm_disconnect(qp);
+	emunic_qp_fail(qp->o.dev, qp, IBV_WC_RETRY_EXC_ERR, EMUNIC_QPF_DISCONNECT | EMUNIC_QPF_QUIET_IDLE,
+		       "the peer disconnected");
 }
 
 static int create_vqp(struct emunic_dev *d, struct emunic_qp *qp)
@@ -90,18 +94,26 @@ static bool on_demand(const struct emunic_qp *qp)
 
 static void qp_failed(struct emunic_qp *qp, const char *why)
 {
+	if (emunic_rc_attempt_failed(qp, false, why))
+		return;
 	emunic_info("peer %d qp #%d: connection failed: %s", qp->peer, qp->index, why);
 	atomic_store(&qp->state, QP_ERROR);
 	emunic_exec_qp_error(qp, EMUNIC_WC_RETRY_EXC_ERR);
 }
 
-static void accept_on(struct emunic_dev *d, struct emunic_qp *qp, struct rdma_cm_id *id)
+static void accept_on(struct emunic_dev *d, struct emunic_qp *qp, struct rdma_cm_id *id,
+		      const struct emunic_conn_hello *rh)
 {
 	struct emunic_conn_hello h = { .magic = EMUNIC_CONN_MAGIC, .rank = d->rank, .index = qp->index };
 	struct rdma_conn_param p;
 	struct emunic_qp_opts o;
 
 	atomic_store(&qp->state, QP_CONNECTING);
+	/* The work of a failed connection is settled before the new one. */
+	emunic_rc_resolve(qp, rh);
+	qp->rc.conn = rh->conn;
+	emunic_rc_hello(qp, &h);
+	h.flags = 0;
 	qp->id = id;
 	id->context = qp;
 	qp_opts(qp, &o);
@@ -118,12 +130,14 @@ static void accept_on(struct emunic_dev *d, struct emunic_qp *qp, struct rdma_cm
 		qp_failed(qp, "rdma_accept failed");
 }
 
-static bool accept_parked(struct emunic_dev *d, struct emunic_qp *qp)
+bool emunic_cm_accept_parked(struct emunic_dev *d, struct emunic_qp *qp)
 {
+	if (qp->rc.teardown)
+		return false;	/* the failed connection goes first */
 	for (struct parked_req **pp = &d->parked, *r; (r = *pp); pp = &r->next) {
 		if (r->peer == qp->peer && r->index == qp->index) {
 			*pp = r->next;
-			accept_on(d, qp, r->id);
+			accept_on(d, qp, r->id, &r->h);
 			free(r);
 			return true;
 		}
@@ -137,7 +151,7 @@ void emunic_cm_start(struct emunic_dev *d, struct emunic_qp *qp)
 	struct sockaddr_in src = d->v->addr;
 
 	atomic_store(&qp->state, QP_CONNECTING);
-	if (accept_parked(d, qp) || (qp->peer > d->rank && !on_demand(qp)))
+	if (emunic_cm_accept_parked(d, qp) || (qp->peer > d->rank && !on_demand(qp) && !qp->rc.down))
 		return;
 	if (rdma_create_id(d->cm, &qp->id, qp, RDMA_PS_TCP)) {
 		qp->id = NULL;
@@ -223,11 +237,24 @@ static void on_request(struct emunic_dev *d, struct rdma_cm_id *id, const struct
 	}
 	od = h->flags & EMUNIC_HELLO_ON_DEMAND;
 	qp = find_qp(d, h->rank, h->index);
-	if (qp && atomic_load(&qp->state) == QP_CONNECTING && !qp->id) {
-		accept_on(d, qp, id);
+	if ((h->flags & EMUNIC_HELLO_RECONNECT) && (!qp || atomic_load(&qp->state) == QP_ERROR)) {
+		refuse(id, d, EMUNIC_HELLO_GONE);	/* gone here, or failed for good */
 		return;
 	}
-	if (qp && atomic_load(&qp->state) == QP_CONNECTING && od && on_demand(qp)) {
+	/* The peer left the connection we have up: it failed there. */
+	if (qp && (h->flags & EMUNIC_HELLO_RECONNECT) && atomic_load(&qp->state) == QP_UP &&
+	    h->last_up == qp->rc.up_conn && !emunic_qp_fail(d, qp, IBV_WC_RETRY_EXC_ERR, 0,
+							     "the peer reconnects (its side failed)")) {
+		refuse(id, d, EMUNIC_HELLO_GONE);
+		return;
+	}
+	if (qp && qp->rc.teardown)
+		goto park;	/* accepted once the failed connection is gone */
+	if (qp && atomic_load(&qp->state) == QP_CONNECTING && !qp->id) {
+		accept_on(d, qp, id, h);
+		return;
+	}
+	if (qp && atomic_load(&qp->state) == QP_CONNECTING && od && (on_demand(qp) || qp->rc.down)) {
 		if (d->rank > h->rank) {	/* both connect: mine wins */
 			refuse(id, d, EMUNIC_HELLO_YIELD);
 			return;
@@ -236,7 +263,7 @@ static void on_request(struct emunic_dev *d, struct rdma_cm_id *id, const struct
 
 		if (mine)
 			rdma_destroy_id(mine);	/* its events are all acknowledged */
-		accept_on(d, qp, id);
+		accept_on(d, qp, id, h);
 		return;
 	}
 	if (qp) {			/* up, failed, or being accepted: a stale attempt */
@@ -244,16 +271,17 @@ static void on_request(struct emunic_dev *d, struct rdma_cm_id *id, const struct
 		return;
 	}
 	if (od && (qp = make_on_demand(d, h->rank, h->index))) {
-		accept_on(d, qp, id);
+		accept_on(d, qp, id, h);
 		return;
 	}
+park:
 	r = calloc(1, sizeof(*r));
 	if (!r) {
 		rdma_reject(id, NULL, 0);
 		rdma_destroy_id(id);
 		return;
 	}
-	*r = (struct parked_req){ .id = id, .peer = h->rank, .index = h->index, .next = d->parked };
+	*r = (struct parked_req){ .id = id, .peer = h->rank, .index = h->index, .h = *h, .next = d->parked };
 	d->parked = r;
 }
 
@@ -265,12 +293,15 @@ static struct rdma_cm_id *on_rejected(struct emunic_dev *d, struct emunic_qp *qp
 	const struct emunic_conn_hello *h = ev->param.conn.private_data;
 	struct rdma_cm_id *mine;
 
-	if (on_demand(qp) && h && ev->param.conn.private_data_len >= sizeof(*h) &&
-	    h->magic == EMUNIC_CONN_MAGIC && (h->flags & EMUNIC_HELLO_YIELD) && qp->peer > d->rank) {
+	bool ours = h && ev->param.conn.private_data_len >= sizeof(*h) && h->magic == EMUNIC_CONN_MAGIC;
+
+	if ((on_demand(qp) || qp->rc.down) && ours && (h->flags & EMUNIC_HELLO_YIELD) && qp->peer > d->rank) {
 		mine = drop_attempt(qp);
-		accept_parked(d, qp);
+		emunic_cm_accept_parked(d, qp);
 		return mine;
 	}
+	if (emunic_rc_attempt_failed(qp, ours && (h->flags & EMUNIC_HELLO_GONE), "the peer refused"))
+		return NULL;
 	emunic_info("peer %d qp #%d: connection refused (reject status %d)", qp->peer, qp->index, ev->status);
 	qp_failed(qp, "the peer refused the connection");
 	return NULL;
@@ -351,11 +382,15 @@ static struct rdma_cm_id *on_event(struct emunic_dev *d, struct rdma_cm_event *e
 		}
 		h.index = qp->index;
 		h.flags = on_demand(qp) ? EMUNIC_HELLO_ON_DEMAND : 0;
+		qp->rc.conn = (uint64_t)(d->rank + 1) << 40 | ++qp->rc.seq;
+		emunic_rc_hello(qp, &h);
 		emunic_cm_params(&o, qp->vqp->qp_num, &h, &p);
 		if (rdma_connect(qp->id, &p))
 			qp_failed(qp, "rdma_connect failed");
 		break;
 	case RDMA_CM_EVENT_CONNECT_RESPONSE:
+		emunic_rc_resolve(qp, ev->param.conn.private_data_len >= sizeof(h) ? ev->param.conn.private_data
+										      : NULL);
 		if (emunic_cm_qp_move(qp->id, qp->vqp, &o, IBV_QPS_RTR, qp->peer) ||
 		    emunic_cm_qp_move(qp->id, qp->vqp, &o, IBV_QPS_RTS, qp->peer) || rdma_establish(qp->id)) {
 			qp_failed(qp, "cannot finish the connection");

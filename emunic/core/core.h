@@ -33,6 +33,7 @@ struct core_task {
 	uint32_t lkey;		/* of t.mr, taken at post */
 	struct trig *x;		/* triggered op (its completion goes to emunic/triggered) */
 	bool list_end;		/* the last MQ task (WAIT/SEND_EN/RECV_EN) of its list */
+	uint64_t imm_idx;	/* core: writes-with-immediate before it on its connection */
 };
 
 struct cmd {
@@ -77,6 +78,24 @@ struct emunic_cq {
 
 enum qp_state { QP_NEW, QP_CONNECTING, QP_UP, QP_ERROR, QP_CLOSED };
 
+/* Core: reconnection of a failed connection (reconnect.c).  Connection ids
+ * are (connecting rank + 1) << 40 | its count, so both sides name one alike. */
+struct qp_rc {
+	unsigned left;			/* reconnections left before a failure is final */
+	unsigned made;			/* reconnections that came up */
+	bool down;			/* failed, being made again (state CONNECTING) */
+	bool teardown;			/* the verbs QP and id of the failure still exist */
+	int status;			/* what failed it */
+	uint64_t seq;			/* connections this side started */
+	uint64_t conn;			/* the current (or being made) connection */
+	uint64_t up_conn;		/* the last one that came up here */
+	uint64_t tx_conn, imm_sent;	/* where the tasks verbs holds went; writes-with-imm among them */
+	uint64_t rx_conn, rx_count;	/* latest connection anything arrived on; arrivals */
+	uint64_t since_ns;		/* reconnecting with work waiting since */
+	uint64_t next_try_ns;		/* after a failed attempt */
+	struct rdma_cm_id *dead_id;	/* a failed attempt's id, destroyed outside its event */
+};
+
 struct emunic_qp {
 	struct obj o;
 	int peer, index;		/* index: k-th QP to this peer */
@@ -97,6 +116,7 @@ struct emunic_qp {
 	bool recvs_posted;			/* TRIGGERED: receives for arrivals */
 	struct emunic_qp *od_next;		/* app (post_lock): accepted on demand, not claimed */
 	struct fault_qp flt;			/* core: what the fault rules did to it */
+	struct qp_rc rc;			/* core: reconnection */
 };
 
 struct emunic_mq {
@@ -117,7 +137,7 @@ struct emunic_mr {
 struct parked_req {
 	struct rdma_cm_id *id;
 	int peer, index;
-	struct emunic_conn_hello h;	/* delayed requests: what it said */
+	struct emunic_conn_hello h;	/* what it said */
 	uint64_t due_ns;		/* delayed requests: when to look at it */
 	struct parked_req *next;
 };
@@ -196,6 +216,27 @@ int emunic_cm_events(struct emunic_dev *d);
  * this QP would otherwise wait for retries that cannot succeed. */
 void emunic_cm_disconnect(struct emunic_qp *qp);
 void emunic_cm_fini(struct emunic_dev *d);
+/* Accepts a parked request for qp (true) if there is one. */
+bool emunic_cm_accept_parked(struct emunic_dev *d, struct emunic_qp *qp);
+
+/* reconnect.c: the reconnection rules, in one place */
+/* qp's connection failed with status: true when it will be made again
+ * (the caller leaves its work alone), false when the failure is final (the
+ * QP is in QP_ERROR, disconnected with EMUNIC_QPF_DISCONNECT). */
+#define EMUNIC_QPF_DISCONNECT 1u	/* final: tell the peer */
+#define EMUNIC_QPF_QUIET_IDLE 2u	/* say nothing if no work waits (a peer that closed) */
+bool emunic_qp_fail(struct emunic_dev *d, struct emunic_qp *qp, int status, unsigned how, const char *why);
+/* Core loop, for a QP being reconnected: tear down, accept, connect, give up. */
+int emunic_rc_step(struct emunic_dev *d, struct emunic_qp *qp);
+/* What this side tells the peer in a request or an answer. */
+void emunic_rc_hello(const struct emunic_qp *qp, struct emunic_conn_hello *h);
+/* The peer told us h (NULL: nothing): settle the work of the connection
+ * that failed before anything goes out on the next. */
+void emunic_rc_resolve(struct emunic_qp *qp, const struct emunic_conn_hello *h);
+/* The connection is up. */
+void emunic_rc_up(struct emunic_qp *qp);
+/* An attempt to reconnect failed: true when another will be made. */
+bool emunic_rc_attempt_failed(struct emunic_qp *qp, bool gone, const char *why);
 
 /* mq/exec.c: the MQ rules at run time */
 void emunic_exec_task(struct emunic_dev *d, struct core_task *t);
@@ -206,6 +247,12 @@ int emunic_exec_push(struct emunic_dev *d);
 int emunic_exec_poll(struct emunic_dev *d);
 void emunic_exec_cancel_all(struct emunic_dev *d);
 void emunic_exec_qp_error(struct emunic_qp *qp, int status);
+/* Reconnection: the tasks verbs held when the connection failed; the peer
+ * counted the first `delivered` writes-with-immediate among them.  Those
+ * complete as done, atomics with status, the rest go out again first. */
+void emunic_exec_replay(struct emunic_qp *qp, uint64_t delivered, int status);
+/* Reconnecting gave up: everything the QP holds completes with status. */
+void emunic_exec_give_up(struct emunic_qp *qp, int status);
 
 /* mq/objects.c */
 /* A QP object, not yet linked or connected (caller holds post_lock). */

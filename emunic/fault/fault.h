@@ -49,8 +49,8 @@ struct fault_qp {
 void emunic_fault_qp_opts(struct emunic_dev *d, const struct emunic_qp *qp, struct emunic_qp_opts *o);
 /* May the core hand one more receive to verbs on qp?  Counts it if so. */
 bool emunic_fault_recv_ok(struct emunic_dev *d, struct emunic_qp *qp);
-/* The QP is up (retry rules with after=0 act now). */
-void emunic_fault_qp_up(struct emunic_dev *d, struct emunic_qp *qp);
+/* The QP is up (retry rules with after=0 act now): true if a rule reset it now. */
+bool emunic_fault_qp_up(struct emunic_dev *d, struct emunic_qp *qp);
 /* A message consumed a receive on qp (retry rules count these). */
 void emunic_fault_arrival(struct emunic_dev *d, struct emunic_qp *qp);
 /* A verbs completion of work request op on qp: may turn it into an error. */

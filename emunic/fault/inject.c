@@ -134,37 +134,41 @@ bool emunic_fault_recv_ok(struct emunic_dev *d, struct emunic_qp *qp)
  * flushes, as after a real one); RESET for a QP that "goes away" (rxe drops
  * every packet for a QP not ready to receive, so the peer's requests go
  * unanswered until its retries run out; its own work ends here). */
-static void fail_qp(struct emunic_dev *d, struct emunic_qp *qp, int rule, enum ibv_qp_state state)
+static bool fail_qp(struct emunic_dev *d, struct emunic_qp *qp, int rule, enum ibv_qp_state state)
 {
 	struct ibv_qp_attr a = { .qp_state = state };
 
+	/* Once per QP: a connection made again after it is left alone. */
 	if (qp->flt.failed || !qp->vqp)
-		return;
+		return false;
 	qp->flt.failed = true;
 	atomic_fetch_add(&d->fault_failed, 1);
 	emunic_info("fault injected (rule %d): peer %d qp %u %s", rule, qp->peer, atomic_load(&qp->qpn),
 		    state == IBV_QPS_RESET ? "reset: the peer's packets are dropped from now on"
 					   : "moved to the error state after the injected error");
 	ibv_modify_qp(qp->vqp, &a, IBV_QP_STATE);
-	/* Gone: its own work fails here (at connection time qp_up says so). */
-	if (state == IBV_QPS_RESET && atomic_load(&qp->was_up))
-		atomic_store(&qp->state, QP_ERROR);
+	return true;
 }
 
-void emunic_fault_qp_up(struct emunic_dev *d, struct emunic_qp *qp)
+bool emunic_fault_qp_up(struct emunic_dev *d, struct emunic_qp *qp)
 {
+	bool failed = false;
+
 	for (int i = 0; d->faults && i < d->faults->n; i++) {
 		const struct fault_rule *f = &d->faults->r[i];
 
 		if (f->kind == FAULT_RETRY && at_target(d, f, qp) && qp->flt.arrivals >= f->after)
-			fail_qp(d, qp, i + 1, IBV_QPS_RESET);
+			failed |= fail_qp(d, qp, i + 1, IBV_QPS_RESET);
 	}
+	return failed;
 }
 
 void emunic_fault_arrival(struct emunic_dev *d, struct emunic_qp *qp)
 {
 	qp->flt.arrivals++;
-	emunic_fault_qp_up(d, qp);
+	/* Gone: its own work fails (or the pair reconnects) from here. */
+	if (emunic_fault_qp_up(d, qp))
+		emunic_qp_fail(d, qp, IBV_WC_RETRY_EXC_ERR, 0, "a fault rule reset it");
 }
 
 void emunic_fault_wc(struct emunic_dev *d, struct emunic_qp *qp, struct ibv_wc *wc, int op)

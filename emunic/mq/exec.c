@@ -18,6 +18,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <limits.h>
 #include <unistd.h>
@@ -181,6 +182,44 @@ void emunic_exec_qp_error(struct emunic_qp *qp, int status)
 	flush_unposted(qp, &qp->rq, status);
 }
 
+void emunic_exec_replay(struct emunic_qp *qp, uint64_t delivered, int status)
+{
+	struct task_fifo *f = &qp->sq;
+	uint64_t n = f->head - f->done, k = 0;
+	struct core_task *keep = malloc(n * sizeof(*keep));
+
+	if (!keep) {		/* cannot reorder: fail them, as without reconnection */
+		flush_in_verbs(qp, f);
+		qp->flushing = false;
+		return;
+	}
+	for (uint64_t i = f->done; i < f->head; i++) {
+		struct core_task *t = fifo_at(f, i);
+		bool counted = (t->t.op == EMUNIC_TASK_WRITE_IMM || t->t.op == EMUNIC_TASK_SEND) &&
+			       t->imm_idx < delivered;
+
+		if (counted)
+			task_done(qp, t, EMUNIC_WC_SUCCESS, NULL);
+		else if (t->t.op == EMUNIC_TASK_FETCH_ADD)
+			task_done(qp, t, status, NULL);	/* it may have run: not again */
+		else
+			keep[k++] = *t;
+	}
+	/* What goes again sits just before what verbs never saw, in order. */
+	for (uint64_t j = 0; j < k; j++)
+		*fifo_at(f, f->head - k + j) = keep[j];
+	atomic_fetch_add_explicit(&f->completed, n - k, memory_order_release);
+	f->done = f->head = f->head - k;
+	free(keep);
+}
+
+void emunic_exec_give_up(struct emunic_qp *qp, int status)
+{
+	complete_range(qp, &qp->sq, qp->sq.done, qp->sq.head, status);
+	qp->sq.done = qp->sq.head;
+	emunic_exec_qp_error(qp, status);
+}
+
 /* Device closing: every task still held, in verbs or not, is canceled.
  * Returns how many. */
 static uint64_t cancel_fifo(struct emunic_qp *qp, struct task_fifo *f)
@@ -209,6 +248,11 @@ static int push_fifo(struct emunic_qp *qp, struct task_fifo *f, uint64_t release
 		}
 		if (fifo_at(f, f->head)->x)
 			emunic_trig_issued(qp->o.dev, fifo_at(f, f->head)->x);
+		if (!recv)
+			fifo_at(f, f->head)->imm_idx = qp->rc.imm_sent;
+		if (!recv && (fifo_at(f, f->head)->t.op == EMUNIC_TASK_WRITE_IMM ||
+			      fifo_at(f, f->head)->t.op == EMUNIC_TASK_SEND))
+			qp->rc.imm_sent++;
 		f->head++;
 		n++;
 	}
@@ -224,6 +268,10 @@ int emunic_exec_push(struct emunic_dev *d)
 
 		if (o->kind != OBJ_QP)
 			continue;
+		if (qp->rc.down || qp->rc.teardown || qp->rc.dead_id) {
+			n += emunic_rc_step(d, qp);
+			continue;
+		}
 		if (atomic_load(&qp->state) == QP_ERROR) {
 			emunic_exec_qp_error(qp, EMUNIC_WC_WR_FLUSH_ERR);
 			if (qp->rq.done != qp->rq.head)
@@ -255,39 +303,64 @@ int emunic_exec_poll(struct emunic_dev *d)
 		/* A message into a triggered QP: arrivals, not tasks. */
 		bool arrival = (wc[i].wr_id & 1) && (qp->attr.flags & EMUNIC_QP_TRIGGERED);
 		struct core_task *t;
+		unsigned how;
 
 		if (atomic_load_explicit(&qp->o.gone, memory_order_relaxed))
 			continue;	/* left in the CQ by a QP destroyed since */
 		if (!arrival && f->done == f->head && qp->flushing)
 			continue;	/* completed by flush_in_verbs already */
 		if (d->faults) {
+			enum ibv_wc_status was = wc[i].status;
+
 			emunic_fault_wc(d, qp, &wc[i], (wc[i].wr_id & 1) ? EMUNIC_TASK_RECV : fifo_at(f, f->done)->t.op);
 			if ((wc[i].wr_id & 1) && wc[i].status == IBV_WC_SUCCESS)
 				emunic_fault_arrival(d, qp);
+			/* On a QP that reconnects, an arrival turned into an error
+			 * did arrive (its sender saw success and will not send it
+			 * again): it counts, then the connection fails. */
+			if (arrival && qp->attr.reconnects && was == IBV_WC_SUCCESS && wc[i].status != was) {
+				enum ibv_wc_status injected = wc[i].status;
+
+				wc[i].status = IBV_WC_SUCCESS;
+				emunic_info("peer %d qp %u: RECV (arrival) failed: %s", qp->peer, wc[i].qp_num,
+					    ibv_wc_status_str(injected));
+				emunic_qp_fail(d, qp, (int)injected, EMUNIC_QPF_DISCONNECT, "a receive for arrivals failed");
+			}
 		}
+		/* A failure that is final tells the peer; a flush follows one. */
+		how = wc[i].status != IBV_WC_WR_FLUSH_ERR ? EMUNIC_QPF_DISCONNECT : 0;
 		if (arrival) {
-			if (wc[i].status != IBV_WC_SUCCESS)
-				atomic_store(&qp->state, QP_ERROR);
-			if (wc[i].status != IBV_WC_SUCCESS && wc[i].status != IBV_WC_WR_FLUSH_ERR) {
+			if (wc[i].status == IBV_WC_SUCCESS && wc[i].qp_num == atomic_load(&qp->qpn)) {
+				/* Counted per connection: a reconnection tells the peer. */
+				if (qp->rc.rx_conn != qp->rc.conn) {
+					qp->rc.rx_conn = qp->rc.conn;
+					qp->rc.rx_count = 0;
+				}
+				qp->rc.rx_count++;
+			}
+			if (wc[i].status != IBV_WC_SUCCESS && wc[i].status != IBV_WC_WR_FLUSH_ERR && !qp->rc.down)
 				emunic_info("peer %d qp %u: RECV (arrival) failed: %s", qp->peer, wc[i].qp_num,
 					    ibv_wc_status_str(wc[i].status));
-				emunic_cm_disconnect(qp);
-			}
+			if (wc[i].status != IBV_WC_SUCCESS)
+				emunic_qp_fail(d, qp, (int)wc[i].status, how, "a receive for arrivals failed");
 			emunic_trig_arrival(d, qp, &wc[i]);
 			continue;
 		}
-		t = fifo_at(f, f->done++);
-
-		atomic_fetch_add_explicit(&f->completed, 1, memory_order_release);
+		if (wc[i].status != IBV_WC_SUCCESS && qp->rc.down)
+			continue;	/* the rest of a failed connection: it goes again */
+		t = fifo_at(f, f->done);
 		if (wc[i].status != IBV_WC_SUCCESS) {
-			if (wc[i].status != IBV_WC_WR_FLUSH_ERR) {
+			if (wc[i].status != IBV_WC_WR_FLUSH_ERR)
 				emunic_info("peer %d qp %u: %s (wr_id %llu) failed: %s", qp->peer, wc[i].qp_num,
 					    emunic_task_op_str(t->t.op), (unsigned long long)t->t.wr_id,
 					    ibv_wc_status_str(wc[i].status));
-				emunic_cm_disconnect(qp);
-			}
-			atomic_store(&qp->state, QP_ERROR);
+			if (emunic_qp_fail(d, qp, (int)wc[i].status, how, "the connection failed"))
+				continue;	/* it stays: reconnection sends it again */
+		} else if (t->t.op == EMUNIC_TASK_WRITE_IMM && qp->rc.left < qp->attr.reconnects) {
+			qp->rc.left = qp->attr.reconnects;	/* the peer takes writes again */
 		}
+		f->done++;
+		atomic_fetch_add_explicit(&f->completed, 1, memory_order_release);
 		task_done(qp, t, (int)wc[i].status, &wc[i]);
 	}
 	return n > 0 ? n : 0;

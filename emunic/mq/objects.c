@@ -157,8 +157,10 @@ void emunic_obj_release(struct emunic_dev *d, struct obj *o)
 			ibv_destroy_qp(qp->vqp);
 		if (qp->id)
 			rdma_destroy_id(qp->id);
+		if (qp->rc.dead_id)
+			rdma_destroy_id(qp->rc.dead_id);
 		qp->vqp = NULL;
-		qp->id = NULL;
+		qp->id = qp->rc.dead_id = NULL;
 	}
 	emunic_trig_release(d, o);
 	atomic_store_explicit(&o->gone, true, memory_order_release);
@@ -290,7 +292,8 @@ static bool qp_attr_ok(const struct emunic_dev *d, const struct emunic_qp_attr *
 	return !(a->flags & ~(EMUNIC_QP_MANAGED_SEND | EMUNIC_QP_MANAGED_RECV | trig)) &&
 	       !((a->flags & EMUNIC_QP_TRIGGERED) && (a->flags & ~trig)) &&
 	       !(a->send_cq && a->send_cq->o.dev != d) && !(a->recv_cq && a->recv_cq->o.dev != d) &&
-	       a->rnr_retry <= 7 && a->retry_cnt <= 7 && a->timeout <= 31;
+	       a->rnr_retry <= 7 && a->retry_cnt <= 7 && a->timeout <= 31 &&
+	       (!a->reconnects || (a->flags & EMUNIC_QP_TRIGGERED)) && a->reconnect_timeout_ms >= 0;
 }
 
 struct emunic_qp *emunic_qp_new(struct emunic_dev *d, int peer, const struct emunic_qp_attr *attr)
@@ -311,6 +314,7 @@ struct emunic_qp *emunic_qp_new(struct emunic_dev *d, int peer, const struct emu
 	if (qp->attr.timeout < 0)
 		qp->attr.timeout = 14;
 	atomic_init(&qp->state, QP_NEW);
+	qp->rc.left = qp->attr.reconnects;
 	/* Held (managed) work can run far ahead of verbs: queues are deeper. */
 	if (fifo_init(&qp->sq, qp->attr.depth * 16) || fifo_init(&qp->rq, qp->attr.depth * 16)) {
 		free(qp->sq.q);
@@ -403,6 +407,11 @@ int emunic_qp_connected(const struct emunic_qp *qp)
 }
 
 int emunic_qp_peer(const struct emunic_qp *qp) { return qp->peer; }
+
+unsigned emunic_qp_reconnects(const struct emunic_qp *qp)
+{
+	return qp ? __atomic_load_n(&qp->rc.made, __ATOMIC_RELAXED) : 0;
+}
 
 int emunic_qp_failed(const struct emunic_qp *qp)
 {

@@ -325,7 +325,8 @@ void emunic_trig_arrival(struct emunic_dev *d, struct emunic_qp *qp, const struc
 
 	if (wc->status != IBV_WC_SUCCESS)
 		return;		/* the QP failed: its sends report it */
-	post_recvs(qp, 1);
+	if (qp->vqp && wc->qp_num == atomic_load(&qp->qpn))
+		post_recvs(qp, 1);	/* not for a connection that failed since */
 	if (!(wc->wc_flags & IBV_WC_WITH_IMM)) {
 		emunic_info("peer %d qp %u: a message without immediate data on a triggered QP: dropped",
 			    qp->peer, wc->qp_num);

@@ -17,7 +17,8 @@
 void emunic_rndv_attr_init(struct emunic_rndv_attr *a)
 {
 	*a = (struct emunic_rndv_attr){ .first = 4096, .chunk = 65536, .credits = 4, .slots = 64,
-					 .max_sends = 256, .connect_timeout_ms = 30000, .wait_on_send_us = 200 };
+					 .max_sends = 256, .connect_timeout_ms = 30000, .wait_on_send_us = 200,
+					 .reconnects = 4 };
 }
 
 static const char *const proto_names[] = { [EMUNIC_RNDV_CHUNKED] = "chunked", [EMUNIC_RNDV_RTR] = "rtr" };
@@ -78,7 +79,8 @@ static int fill_defaults(struct emunic_rndv_attr *a)
 	if (!a->ack_every)
 		a->ack_every = a->slots / 2 ? a->slots / 2 : 1;
 	if (a->proto > EMUNIC_RNDV_RTR || a->progress > EMUNIC_PROGRESS_WAIT_ON_SEND ||
-	    (a->flags & ~(EMUNIC_RNDV_ON_DEMAND | EMUNIC_RNDV_HOLD_SLOTS)) || a->ack_every > a->slots) {
+	    (a->flags & ~(EMUNIC_RNDV_ON_DEMAND | EMUNIC_RNDV_HOLD_SLOTS)) || a->ack_every > a->slots ||
+	    a->reconnect_timeout_ms < 0) {
 		fprintf(stderr, "emunic: rndv: proto %u, progress %u, flags %#x or ack_every %u (<= slots %u) not "
 			"valid\n", a->proto, a->progress, a->flags, a->ack_every, a->slots);
 		return -EINVAL;
@@ -193,6 +195,8 @@ struct emunic_qp *rndv_peer_qp(struct emunic_rndv *r, int p)
 	emunic_qp_attr_init(&qa);
 	qa.flags = EMUNIC_QP_TRIGGERED | ((r->attr.flags & EMUNIC_RNDV_ON_DEMAND) ? EMUNIC_QP_ON_DEMAND : 0);
 	qa.depth = 512;
+	qa.reconnects = r->attr.reconnects;
+	qa.reconnect_timeout_ms = r->attr.reconnect_timeout_ms;
 	e = emunic_qp_create(r->dev, p, &qa, &pe->qp);
 	if (e) {
 		fprintf(stderr, "emunic: rank %d: cannot make a QP to rank %d (%s)\n", r->rank, p, strerror(-e));
@@ -415,6 +419,8 @@ int emunic_rndv_create(struct emunic_dev *dev, const struct emunic_rndv_attr *at
 		emunic_qp_attr_init(&qa);
 		qa.flags = EMUNIC_QP_TRIGGERED | EMUNIC_QP_ON_DEMAND;
 		qa.depth = 512;
+		qa.reconnects = r->attr.reconnects;
+		qa.reconnect_timeout_ms = r->attr.reconnect_timeout_ms;
 		e = emunic_qp_accept_on_demand(dev, &qa);
 	}
 	for (int p = 0; !e && p < r->size; p++)
@@ -469,6 +475,10 @@ int emunic_rndv_stats(struct emunic_rndv *r, struct emunic_rndv_stats *st)
 		return -EINVAL;
 	pthread_mutex_lock(&r->lock);
 	*st = r->stats;
+	st->reconnects = 0;
+	for (int p = 0; p < r->size; p++)
+		if (r->peer[p].qp)
+			st->reconnects += emunic_qp_reconnects(r->peer[p].qp);
 	match_stats(&r->m, &st->posted, &st->queued, NULL);
 	pthread_mutex_unlock(&r->lock);
 	return 0;

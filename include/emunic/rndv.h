@@ -48,6 +48,12 @@
  * Without it every pair is connected at create (static full mesh).  One
  * on-demand endpoint per device (it owns the QPs to its peers).
  *
+ * Failures: a connection that fails (loss the transport gave up on, the
+ * peer's QP reset, an injected error) is made again by the progress core and
+ * every message the peer did not get goes again, so each is delivered once
+ * (`reconnects`).  When that fails too, the requests waiting on the peer
+ * complete with -EIO; no request waits past its caller's bound.
+ *
  * Sizes: 0 .. 4 GiB - 1 per message.  A message larger than the receive
  * buffer fills the buffer and completes the receive with -EMSGSIZE
  * (truncation); the sender completes normally.
@@ -94,6 +100,13 @@ struct emunic_rndv_attr {
 	unsigned flags;		/* EMUNIC_RNDV_* */
 	unsigned ack_every;	/* explicit ack past this many unreported frees (0: slots / 2) */
 	int wait_on_send_us;	/* EMUNIC_PROGRESS_WAIT_ON_SEND bound (0: 200) */
+	/* A failed connection to a peer is made again and what the peer did
+	 * not get is sent again, exactly once (emunic_qp_reconnects in
+	 * emunic/mq.h): up to `reconnects` times in a row (attr_init: 4; 0:
+	 * never, a failure fails the requests on it with -EIO), each within
+	 * reconnect_timeout_ms (0: 10000). */
+	unsigned reconnects;
+	int reconnect_timeout_ms;
 };
 void emunic_rndv_attr_init(struct emunic_rndv_attr *a);
 
@@ -145,6 +158,7 @@ struct emunic_rndv_stats {
 	uint64_t acks_piggybacked;	/* slot frees reported in message headers */
 	uint64_t acks_explicit;		/* explicit acknowledgements sent */
 	uint64_t slot_waits;		/* sends that had to wait for a free slot */
+	uint64_t reconnects;		/* connections to peers made again after a failure */
 	unsigned peers_connected;	/* peers with a QP */
 	size_t posted, queued;		/* receives waiting; messages waiting for a receive */
 };

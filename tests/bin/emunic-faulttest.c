@@ -41,6 +41,7 @@ struct t {
 	struct emunic_qp *qp;
 	struct emunic_mq *mq;
 	int rank, timeout_ms;
+	int reconnects;		/* rndv ops: < 0: the engine's default */
 	const char *op;
 	struct timespec t0;
 };
@@ -357,11 +358,14 @@ static void run_rndv(unsigned proto, size_t len)
 	struct emunic_rndv *rv;
 	struct emunic_req *q;
 	struct emunic_status st = { 0 };
+	struct emunic_rndv_stats rs;
 	char *m = calloc(1, len);
 	int r;
 
 	emunic_rndv_attr_init(&a);
 	a.proto = proto;
+	if (T->reconnects >= 0)
+		a.reconnects = (unsigned)T->reconnects;
 	if (!m || (r = emunic_rndv_create(T->dev, &a, &rv)))
 		die("rndv_create", m ? r : -ENOMEM);
 	sync_ranks();
@@ -376,6 +380,8 @@ static void run_rndv(unsigned proto, size_t len)
 	} else {
 		report(T->rank == 0 ? "isend" : "irecv", errno_name(st.error), 1 - T->rank, 0);
 	}
+	if (!emunic_rndv_stats(rv, &rs))
+		printf("faulttest: rank %d: reconnections: %llu\n", T->rank, (unsigned long long)rs.reconnects);
 	sync_ranks();
 	/* Destroying is collective: only when every rank's request is gone. */
 	int ok = !emunic_req_free(q), all[2];
@@ -390,10 +396,12 @@ static void run_rndv(unsigned proto, size_t len)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: emunic-run -n 2 [-f SPEC] emunic-faulttest OP [--timeout-ms N]\n"
+	fprintf(f, "usage: emunic-run -n 2 [-f SPEC] emunic-faulttest OP [--timeout-ms N] [--reconnects N]\n"
 		   "OP: send write write_imm read fetch_add mq trig-put trig-get barrier eager rtr chunked\n"
 		   "    barrier-dead (any number of ranks: the last one exits before the barrier)\n"
-		   "    others (any number: rank 0 sends to every other rank at once)\n");
+		   "    others (any number: rank 0 sends to every other rank at once)\n"
+		   "--reconnects N: eager/rtr/chunked: how often the engine makes a failed connection\n"
+		   "    again and resends (default: the engine's; 0: a failure is final)\n");
 }
 
 int main(int argc, char **argv)
@@ -408,11 +416,16 @@ int main(int argc, char **argv)
 		return argc < 2 ? 2 : 0;
 	}
 	T->op = argv[1];
-	if (argc == 4 && !strcmp(argv[2], "--timeout-ms"))
-		T->timeout_ms = atoi(argv[3]);
-	else if (argc != 2) {
-		usage(stderr);
-		return 2;
+	T->reconnects = -1;
+	for (int i = 2; i < argc; i += 2) {
+		if (i + 1 < argc && !strcmp(argv[i], "--timeout-ms")) {
+			T->timeout_ms = atoi(argv[i + 1]);
+		} else if (i + 1 < argc && !strcmp(argv[i], "--reconnects")) {
+			T->reconnects = atoi(argv[i + 1]);
+		} else {
+			usage(stderr);
+			return 2;
+		}
 	}
 	if ((r = emunic_boot_init(&T->boot)))
 		die("boot", r);

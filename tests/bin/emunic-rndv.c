@@ -479,6 +479,16 @@ static void check_sizes(void)
 			       T.rounds, (unsigned long long)(i + 1) * (unsigned)T.count * (unsigned)T.size *
 					 (unsigned)(T.size - 1));
 	}
+	/* Exactly once: every receive took its own message (checked byte by
+	 * byte), and no second copy of any is left waiting for a receive. */
+	struct emunic_rndv_stats st;
+
+	sync_ranks();
+	CHECK(!emunic_rndv_stats(T.r, &st), "rndv_stats failed");
+	CHECK(!st.queued && !st.posted, "%zu message(s) arrived that no receive took (a duplicate?), %zu receive(s) "
+	      "still posted", st.queued, st.posted);
+	printf("emunic-rndv: sizes: rank %d: %llu reconnection(s), nothing left over\n", T.rank,
+	       (unsigned long long)st.reconnects);
 }
 
 /* ---- eager, RTR and connections on demand ------------------------------------------------ */
