@@ -72,10 +72,12 @@ struct emunic_conn_hello {
 	int32_t index;		/* the k-th QP between the two ranks */
 	uint32_t flags;		/* EMUNIC_HELLO_* */
 	/* Reconnection (emunic/core/reconnect.c): the connection being made,
-	 * the sender's last one that came up, and how many writes-with-
-	 * immediate arrived on the latest connection anything arrived on. */
+	 * the sender's last ones that came up and that it joined, and how many
+	 * writes-with-immediate arrived on the latest connection anything
+	 * arrived on. */
 	uint64_t conn;
 	uint64_t last_up;
+	uint64_t joined;	/* the sender's last connection accepted or answered */
 	uint64_t rx_conn, rx_count;
 };
 /* rdma_cm carries 56 bytes of private data in a request (RC, TCP port space). */

@@ -458,3 +458,44 @@ def test_p2p_and_conn_usage():
     assert rc == 2 and "p2p needs exactly 2 ranks (emunic-run -n 2), not 1" in out, out
     rc, out = host("%s conn --quick" % BENCH)
     assert rc == 2 and "conn needs 2 to 16 ranks (emunic-run -n N), not 1" in out, out
+
+
+# ---- faults ---------------------------------------------------------------------
+
+FAULTS_HEADER = ["bench", "impl", "ranks", "metric", "value", "unit", "ratio_vs_p=0"]
+
+
+def test_faults_bench_quick(rxe):
+    """500 messages rank 0 -> 1 without faults and with 0.5% of completions
+    turned into RETRY_EXC_ERR: the faulted stream reconnects at least once,
+    every message checked on rank 1, and the table and CSV say so."""
+    path = csv_path("test-faults.csv")
+    rc, out = rxe.run("%s -n 2 -t 280 %s faults --quick --csv %s" % (RUN, BENCH, path), timeout=340)
+    assert rc == 0, out
+    assert "emunic-bench faults: 500 messages of 1K rank 0 -> 1, chunked protocol" in out, out
+    rows = {}
+    for m in re.finditer(r"^(\S+%)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+(\d+)\s+([\d.]+)x\s+(\S+)$", out, re.M):
+        rows[m.group(1)] = m.groups()
+    assert set(rows) == {"0%", "0.5%"}, out
+    assert rows["0%"][1] == "0" and rows["0%"][2] == "0" and rows["0%"][5] == "1.00", out
+    assert int(rows["0.5%"][1]) >= 1 and int(rows["0.5%"][2]) >= 1, out
+    assert float(rows["0.5%"][6]) > 0, out
+    assert "Every message arrived once, in order, byte-exact (checked on rank 1)." in out, out
+    csv_rows, text = read_csv(path, FAULTS_HEADER)
+    by = {(r["impl"], r["metric"]): r for r in csv_rows}
+    assert set(by) == {(i, m) for i in ("p=0", "p=0.5%") for m in ("stream_ms", "reconnections")}, text
+    assert float(by[("p=0.5%", "reconnections")]["value"]) >= 1, text
+
+
+def test_faults_bench_usage():
+    rc, out = host("%s faults --help" % BENCH)
+    assert rc == 0 and "  faults [OPTIONS]  (2 ranks)" in out, out
+    for opt in ("--rates LIST", "--messages N", "--size S", "--proto P", "--quick", "--csv FILE"):
+        assert opt in out, (opt, out)
+    for args in ("faults --rates x", "faults --rates 0.1,0", "faults --rates 30", "faults --messages 0",
+                 "faults --size 0", "faults --proto fast", "faults --bogus", "faults extra"):
+        rc, out = host("%s %s" % (BENCH, args))
+        assert rc == 2, (args, out)
+        assert "usage:" in out and "emunic-bench faults --help" in out, (args, out)
+    rc, out = host("%s faults --quick" % BENCH)
+    assert rc == 2 and "faults needs exactly 2 ranks (emunic-run -n 2), not 1" in out, out

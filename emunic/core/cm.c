@@ -37,6 +37,9 @@ static void qp_up(struct emunic_dev *d, struct emunic_qp *qp)
 	 * must not slip in between. */
 	bool failed = d->faults && emunic_fault_qp_up(d, qp);
 
+	/* A rule that reset the QP before its first connection was up. */
+	failed |= qp->flt.failed && !atomic_load(&qp->was_up);
+
 	atomic_store(&qp->was_up, true);
 	emunic_rc_up(qp);
 	if (failed)
@@ -59,6 +62,8 @@ void emunic_cm_disconnect(struct emunic_qp *qp)
  * holds flushes and the rest fails in emunic_exec_push. */
 static void peer_gone(struct emunic_qp *qp)
 {
+	if (emunic_rc_attempt_failed(qp, false, "the peer disconnected"))
+		return;		/* a connection being made again: try again */
 	if (atomic_load(&qp->state) != QP_UP)
 		return;
 	/* At the end of a job peers close in any order: say it only when
@@ -96,6 +101,10 @@ static void qp_failed(struct emunic_qp *qp, const char *why)
 {
 	if (emunic_rc_attempt_failed(qp, false, why))
 		return;
+	if (atomic_load(&qp->state) == QP_UP && qp->attr.reconnects) {
+		emunic_qp_fail(qp->o.dev, qp, IBV_WC_RETRY_EXC_ERR, EMUNIC_QPF_DISCONNECT, why);
+		return;
+	}
 	emunic_info("peer %d qp #%d: connection failed: %s", qp->peer, qp->index, why);
 	atomic_store(&qp->state, QP_ERROR);
 	emunic_exec_qp_error(qp, EMUNIC_WC_RETRY_EXC_ERR);
@@ -111,7 +120,8 @@ static void accept_on(struct emunic_dev *d, struct emunic_qp *qp, struct rdma_cm
 	atomic_store(&qp->state, QP_CONNECTING);
 	/* The work of a failed connection is settled before the new one. */
 	emunic_rc_resolve(qp, rh);
-	qp->rc.conn = rh->conn;
+	qp->rc.conn = qp->rc.joined = rh->conn;
+	qp->rc.passive = true;
 	emunic_rc_hello(qp, &h);
 	h.flags = 0;
 	qp->id = id;
@@ -187,6 +197,19 @@ static void refuse(struct rdma_cm_id *id, const struct emunic_dev *d, uint32_t f
 	rdma_destroy_id(id);
 }
 
+void emunic_cm_refuse_parked(struct emunic_dev *d, const struct emunic_qp *qp)
+{
+	for (struct parked_req **pp = &d->parked, *r; (r = *pp);) {
+		if (r->peer != qp->peer || r->index != qp->index) {
+			pp = &r->next;
+			continue;
+		}
+		*pp = r->next;
+		refuse(r->id, d, EMUNIC_HELLO_GONE);
+		free(r);
+	}
+}
+
 /* A QP the core makes for a peer's on-demand request (the app's next
  * emunic_qp_create to that peer claims it). */
 static struct emunic_qp *make_on_demand(struct emunic_dev *d, int peer, int index)
@@ -241,12 +264,19 @@ static void on_request(struct emunic_dev *d, struct rdma_cm_id *id, const struct
 		refuse(id, d, EMUNIC_HELLO_GONE);	/* gone here, or failed for good */
 		return;
 	}
-	/* The peer left the connection we have up: it failed there. */
+	/* The peer left the connection we have up (it came up there, or it
+	 * accepted it): it failed on its side. */
 	if (qp && (h->flags & EMUNIC_HELLO_RECONNECT) && atomic_load(&qp->state) == QP_UP &&
-	    h->last_up == qp->rc.up_conn && !emunic_qp_fail(d, qp, IBV_WC_RETRY_EXC_ERR, 0,
-							     "the peer reconnects (its side failed)")) {
+	    (h->last_up == qp->rc.up_conn || h->joined == qp->rc.up_conn) &&
+	    !emunic_qp_fail(d, qp, IBV_WC_RETRY_EXC_ERR, 0, "the peer reconnects (its side failed)")) {
 		refuse(id, d, EMUNIC_HELLO_GONE);
 		return;
+	}
+	/* A connection we accepted and the peer gave up on before it was up
+	 * here: data may have come on it, so it is drained like a failed one. */
+	if (qp && (h->flags & EMUNIC_HELLO_RECONNECT) && qp->rc.down && qp->id && qp->rc.passive) {
+		emunic_rc_bury_id(qp);
+		qp->rc.teardown = qp->vqp != NULL;
 	}
 	if (qp && qp->rc.teardown)
 		goto park;	/* accepted once the failed connection is gone */
@@ -297,6 +327,8 @@ static struct rdma_cm_id *on_rejected(struct emunic_dev *d, struct emunic_qp *qp
 
 	if ((on_demand(qp) || qp->rc.down) && ours && (h->flags & EMUNIC_HELLO_YIELD) && qp->peer > d->rank) {
 		mine = drop_attempt(qp);
+		/* Reconnecting: leave the peer time to connect before trying again. */
+		qp->rc.next_try_ns = emunic_now_ns() + 1000 * 1000000ull;
 		emunic_cm_accept_parked(d, qp);
 		return mine;
 	}
@@ -383,6 +415,7 @@ static struct rdma_cm_id *on_event(struct emunic_dev *d, struct rdma_cm_event *e
 		h.index = qp->index;
 		h.flags = on_demand(qp) ? EMUNIC_HELLO_ON_DEMAND : 0;
 		qp->rc.conn = (uint64_t)(d->rank + 1) << 40 | ++qp->rc.seq;
+		qp->rc.passive = false;
 		emunic_rc_hello(qp, &h);
 		emunic_cm_params(&o, qp->vqp->qp_num, &h, &p);
 		if (rdma_connect(qp->id, &p))
@@ -391,6 +424,7 @@ static struct rdma_cm_id *on_event(struct emunic_dev *d, struct rdma_cm_event *e
 	case RDMA_CM_EVENT_CONNECT_RESPONSE:
 		emunic_rc_resolve(qp, ev->param.conn.private_data_len >= sizeof(h) ? ev->param.conn.private_data
 										      : NULL);
+		qp->rc.joined = qp->rc.conn;
 		if (emunic_cm_qp_move(qp->id, qp->vqp, &o, IBV_QPS_RTR, qp->peer) ||
 		    emunic_cm_qp_move(qp->id, qp->vqp, &o, IBV_QPS_RTS, qp->peer) || rdma_establish(qp->id)) {
 			qp_failed(qp, "cannot finish the connection");
@@ -453,24 +487,22 @@ int emunic_cm_listen(struct emunic_dev *d)
 	return r;
 }
 
+static void reject_all(struct parked_req **list)
+{
+	while (*list) {
+		struct parked_req *r = *list;
+
+		*list = r->next;
+		rdma_reject(r->id, NULL, 0);
+		rdma_destroy_id(r->id);
+		free(r);
+	}
+}
+
 void emunic_cm_fini(struct emunic_dev *d)
 {
-	while (d->delayed) {
-		struct parked_req *r = d->delayed;
-
-		d->delayed = r->next;
-		rdma_reject(r->id, NULL, 0);
-		rdma_destroy_id(r->id);
-		free(r);
-	}
-	while (d->parked) {
-		struct parked_req *r = d->parked;
-
-		d->parked = r->next;
-		rdma_reject(r->id, NULL, 0);
-		rdma_destroy_id(r->id);
-		free(r);
-	}
+	reject_all(&d->delayed);
+	reject_all(&d->parked);
 	if (d->listen)
 		rdma_destroy_id(d->listen);
 	if (d->cm)

@@ -89,6 +89,8 @@ struct qp_rc {
 	uint64_t seq;			/* connections this side started */
 	uint64_t conn;			/* the current (or being made) connection */
 	uint64_t up_conn;		/* the last one that came up here */
+	uint64_t joined;		/* the last one accepted here or answered to us */
+	bool passive;			/* qp->id is a request we accepted */
 	uint64_t tx_conn, imm_sent;	/* where the tasks verbs holds went; writes-with-imm among them */
 	uint64_t rx_conn, rx_count;	/* latest connection anything arrived on; arrivals */
 	uint64_t since_ns;		/* reconnecting with work waiting since */
@@ -218,6 +220,8 @@ void emunic_cm_disconnect(struct emunic_qp *qp);
 void emunic_cm_fini(struct emunic_dev *d);
 /* Accepts a parked request for qp (true) if there is one. */
 bool emunic_cm_accept_parked(struct emunic_dev *d, struct emunic_qp *qp);
+/* Refuses the parked requests for qp: it is gone or failed for good. */
+void emunic_cm_refuse_parked(struct emunic_dev *d, const struct emunic_qp *qp);
 
 /* reconnect.c: the reconnection rules, in one place */
 /* qp's connection failed with status: true when it will be made again
@@ -237,6 +241,8 @@ void emunic_rc_resolve(struct emunic_qp *qp, const struct emunic_conn_hello *h);
 void emunic_rc_up(struct emunic_qp *qp);
 /* An attempt to reconnect failed: true when another will be made. */
 bool emunic_rc_attempt_failed(struct emunic_qp *qp, bool gone, const char *why);
+/* qp's id is to be destroyed outside the event being handled. */
+void emunic_rc_bury_id(struct emunic_qp *qp);
 
 /* mq/exec.c: the MQ rules at run time */
 void emunic_exec_task(struct emunic_dev *d, struct core_task *t);

@@ -28,6 +28,7 @@
 #include "emunic/triggered/trig.h"
 #include "emunic/log.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 #define RETRY_NS (100 * 1000000ull)	/* between attempts that failed */
@@ -85,6 +86,7 @@ static void teardown(struct emunic_dev *d, struct emunic_qp *qp)
 	qp->recvs_posted = false;
 	qp->flushing = false;
 	qp->disconnected = false;
+	qp->flt.owed = 0;	/* receives are the new verbs QP's own */
 	qp->rc.teardown = false;
 }
 
@@ -96,6 +98,17 @@ static void give_up(struct emunic_qp *qp, const char *why)
 	qp->rc.left = 0;
 	atomic_store(&qp->state, QP_ERROR);
 	emunic_exec_give_up(qp, qp->rc.status);
+	emunic_cm_refuse_parked(qp->o.dev, qp);
+}
+
+void emunic_rc_bury_id(struct emunic_qp *qp)
+{
+	if (!qp->id)
+		return;
+	if (qp->rc.dead_id)	/* an earlier one: its events are all acknowledged */
+		rdma_destroy_id(qp->rc.dead_id);
+	qp->rc.dead_id = qp->id;
+	qp->id = NULL;
 }
 
 int emunic_rc_step(struct emunic_dev *d, struct emunic_qp *qp)
@@ -113,17 +126,16 @@ int emunic_rc_step(struct emunic_dev *d, struct emunic_qp *qp)
 	}
 	if (!qp->rc.down)
 		return 0;
-	/* Work waits for the peer (or the peer asked): the clock runs. */
-	if (qp->sq.tail == qp->sq.done && !qp->backlog && !qp->id)
-		return emunic_cm_accept_parked(d, qp);
+	/* The clock runs only while work waits for the peer. */
+	if (qp->sq.tail == qp->sq.done && !qp->backlog) {
+		qp->rc.since_ns = 0;
+		return qp->id ? 0 : emunic_cm_accept_parked(d, qp);
+	}
 	now = emunic_now_ns();
 	if (!qp->rc.since_ns)
 		qp->rc.since_ns = now;
 	if (now - qp->rc.since_ns > (uint64_t)timeout * 1000000u) {
-		if (qp->id) {		/* an attempt under way: its id goes too */
-			qp->rc.dead_id = qp->id;
-			qp->id = NULL;
-		}
+		emunic_rc_bury_id(qp);	/* an attempt under way goes too */
 		if (qp->vqp)
 			ibv_destroy_qp(qp->vqp);
 		qp->vqp = NULL;
@@ -140,17 +152,13 @@ bool emunic_rc_attempt_failed(struct emunic_qp *qp, bool gone, const char *why)
 {
 	if (!qp->rc.down)
 		return false;
+	emunic_rc_bury_id(qp);		/* maybe inside its event: destroyed later */
+	qp->rc.teardown = qp->vqp != NULL;	/* and its QP, once drained */
 	if (gone) {
-		qp->rc.teardown = true;	/* the attempt's id and QP go on the next pass */
-		qp->rc.dead_id = qp->id;
-		qp->id = NULL;
 		give_up(qp, why);
 		return true;
 	}
 	emunic_info("peer %d qp #%d: reconnecting: %s; trying again", qp->peer, qp->index, why);
-	qp->rc.dead_id = qp->id;	/* maybe inside its event: destroyed later */
-	qp->id = NULL;
-	qp->rc.teardown = qp->vqp != NULL;
 	qp->rc.next_try_ns = emunic_now_ns() + RETRY_NS;
 	return true;
 }
@@ -159,6 +167,7 @@ void emunic_rc_hello(const struct emunic_qp *qp, struct emunic_conn_hello *h)
 {
 	h->conn = qp->rc.conn;
 	h->last_up = qp->rc.up_conn;
+	h->joined = qp->rc.joined;
 	h->rx_conn = qp->rc.rx_conn;
 	h->rx_count = qp->rc.rx_count;
 	if (qp->rc.down)
@@ -187,4 +196,21 @@ void emunic_rc_up(struct emunic_qp *qp)
 		emunic_info("peer %d qp %u: connected again (reconnection %u)", qp->peer, atomic_load(&qp->qpn),
 			    qp->rc.made);
 	}
+}
+
+int emunic_ev_duplicate(struct emunic_dev *d, const struct emunic_event *ev)
+{
+	if (!d || !ev || !emunic_on_core(d))
+		return -EPERM;
+	for (struct obj *o = d->objs; o; o = o->next) {
+		struct emunic_qp *qp = (struct emunic_qp *)o;
+
+		if (o->kind != OBJ_QP || qp->peer != ev->peer || atomic_load(&qp->qpn) != ev->qp_num)
+			continue;
+		if (qp->rc.rx_conn != qp->rc.conn || !qp->rc.rx_count)
+			return -ENOENT;
+		qp->rc.rx_count--;
+		return 0;
+	}
+	return -ENOENT;
 }

@@ -166,8 +166,9 @@ bool emunic_fault_qp_up(struct emunic_dev *d, struct emunic_qp *qp)
 void emunic_fault_arrival(struct emunic_dev *d, struct emunic_qp *qp)
 {
 	qp->flt.arrivals++;
-	/* Gone: its own work fails (or the pair reconnects) from here. */
-	if (emunic_fault_qp_up(d, qp))
+	/* Gone: its own work fails (or the pair reconnects) from here; before
+	 * the connection is up, qp_up says so. */
+	if (emunic_fault_qp_up(d, qp) && atomic_load(&qp->was_up))
 		emunic_qp_fail(d, qp, IBV_WC_RETRY_EXC_ERR, 0, "a fault rule reset it");
 }
 

@@ -195,8 +195,11 @@ void emunic_exec_replay(struct emunic_qp *qp, uint64_t delivered, int status)
 	}
 	for (uint64_t i = f->done; i < f->head; i++) {
 		struct core_task *t = fifo_at(f, i);
-		bool counted = (t->t.op == EMUNIC_TASK_WRITE_IMM || t->t.op == EMUNIC_TASK_SEND) &&
-			       t->imm_idx < delivered;
+		/* A write-with-immediate the peer counted ran, and so did every
+		 * write before it (RC runs in order): done.  A read's data may
+		 * not have come back: it goes again. */
+		bool counted = (t->t.op == EMUNIC_TASK_WRITE_IMM || t->t.op == EMUNIC_TASK_SEND ||
+				t->t.op == EMUNIC_TASK_WRITE) && t->imm_idx < delivered;
 
 		if (counted)
 			task_done(qp, t, EMUNIC_WC_SUCCESS, NULL);
@@ -346,8 +349,8 @@ int emunic_exec_poll(struct emunic_dev *d)
 			emunic_trig_arrival(d, qp, &wc[i]);
 			continue;
 		}
-		if (wc[i].status != IBV_WC_SUCCESS && qp->rc.down)
-			continue;	/* the rest of a failed connection: it goes again */
+		if (qp->rc.down)
+			continue;	/* the rest of a failed connection: settled when it is made again */
 		t = fifo_at(f, f->done);
 		if (wc[i].status != IBV_WC_SUCCESS) {
 			if (wc[i].status != IBV_WC_WR_FLUSH_ERR)

@@ -159,6 +159,7 @@ void emunic_obj_release(struct emunic_dev *d, struct obj *o)
 			rdma_destroy_id(qp->id);
 		if (qp->rc.dead_id)
 			rdma_destroy_id(qp->rc.dead_id);
+		emunic_cm_refuse_parked(d, qp);
 		qp->vqp = NULL;
 		qp->id = qp->rc.dead_id = NULL;
 	}

@@ -173,7 +173,10 @@ int coll_seq_status(const struct emunic_coll *c, uint64_t seq)
 {
 	if (c->err && seq >= c->err_seq)
 		return c->err;
-	return seq <= c->done;
+	/* Done when the partners' signals came and this rank's went out: a
+	 * SEND of this barrier that failed (its partner never hears) is this
+	 * barrier's failure, whichever completion the core saw first. */
+	return seq <= c->done && c->sends_done >= seq * c->nsend;
 }
 
 /* Names the partners whose signal for barrier seq has not arrived: each
@@ -182,6 +185,11 @@ static int report_timeout(const struct emunic_coll *c, uint64_t seq, int timeout
 {
 	char late[256] = "";
 	size_t off = 0;
+
+	if (seq <= c->done)
+		return coll_err(c, -ETIMEDOUT, "barrier %llu not complete after %d ms: its partners' signals came, "
+				"%llu of its own SENDs have not completed", (unsigned long long)seq, timeout_ms,
+				(unsigned long long)(seq * c->nsend - c->sends_done));
 
 	for (int i = 0; i < c->nstep; i++) {
 		int p = c->step[i].peer;
@@ -216,6 +224,12 @@ int coll_wait_seq(struct emunic_coll *c, uint64_t seq, int timeout_ms)
 			left = deadline - coll_now_ms();
 			if (left <= 0)
 				return report_timeout(c, seq, timeout_ms);
+		}
+		if (seq <= c->done) {	/* only its sends' completions are to come */
+			struct timespec nap = { 0, 20 * 1000 };
+
+			nanosleep(&nap, NULL);
+			continue;
 		}
 		/* Sliced so that a failed send (whose peer then never
 		 * signals back) is seen before the whole bound runs out. */
@@ -397,6 +411,7 @@ static int setup_queues(struct emunic_coll *c)
 
 	for (int i = 0; i < c->nstep; i++)
 		nsend += c->step[i].send;
+	c->nsend = nsend;
 	/* Unpolled send completions: every list in flight, plus one more
 	 * round of them finished between two drains. */
 	r = emunic_cq_create(c->dev, (COLL_MAX_INFLIGHT + 1) * nsend + 16, 0, &c->scq);

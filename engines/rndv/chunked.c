@@ -392,7 +392,13 @@ void rndv_on_arrival(void *arg, const struct emunic_event *ev)
 	pthread_mutex_lock(&r->lock);
 	rndv_acked(r, ev->peer, a->hdr.acked);
 	e = match_arrive(&r->m, &a->me, on_match, &x);
-	if (e < 0) {
+	if (e == -EALREADY) {
+		/* The transport delivered it twice: the first copy stands. */
+		fprintf(stderr, "emunic: rank %d: a second copy of message seq %llu from rank %d: dropped\n", r->rank,
+			(unsigned long long)a->hdr.seq, ev->peer);
+		emunic_ev_duplicate(r->dev, ev);
+		free(a);
+	} else if (e < 0) {
 		fprintf(stderr, "emunic: rank %d: message seq %llu from rank %d refused by matching (%s)\n", r->rank,
 			(unsigned long long)a->hdr.seq, ev->peer, strerror(-e));
 		free(a);

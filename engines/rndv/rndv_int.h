@@ -157,6 +157,7 @@ struct rndv_peer {
 	uint64_t acked_seen;		/* my slots it reported freed */
 	uint64_t credit_applied;	/* of those, added to credit_ct */
 	uint64_t rtr_seq;		/* RTRs I announced to it */
+	uint64_t rtr_seen;		/* its RTRs to me taken (they come in order) */
 	struct emunic_req **landing_req;	/* by landing slot */
 	uint16_t *landing_free;
 	unsigned nlanding_free;

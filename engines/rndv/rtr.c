@@ -134,12 +134,20 @@ void rndv_on_rtr(void *arg, const struct emunic_event *ev)
 	in->me = (struct match_entry){ .src = ev->peer, .tag = tag == UINT32_MAX ? MATCH_ANY : (int)tag,
 				       .ctx = (uint32_t)(in->rtr.match_bits >> 32), .owner = in };
 	pthread_mutex_lock(&r->lock);
-	if (in->rtr.landing >= r->attr.slots || match_post(&r->rtr_m, &in->me, &hit) < 0) {
+	if (in->rtr.seq < r->peer[ev->peer].rtr_seen) {
+		/* RTRs from a peer come in order: this one came already. */
+		fprintf(stderr, "emunic: rank %d: a second copy of RTR %llu from rank %d: dropped\n", r->rank,
+			(unsigned long long)in->rtr.seq, ev->peer);
+		emunic_ev_duplicate(r->dev, ev);
+		free(in);
+	} else if (in->rtr.landing >= r->attr.slots || match_post(&r->rtr_m, &in->me, &hit) < 0) {
 		fprintf(stderr, "emunic: rank %d: an RTR from rank %d names landing slot %u or tag %d: dropped\n",
 			r->rank, ev->peer, in->rtr.landing, in->me.tag);
 		free(in);
-	} else if (hit) {
-		on_rtr_match(r, &in->me, hit);
+	} else {
+		r->peer[ev->peer].rtr_seen = in->rtr.seq + 1;
+		if (hit)
+			on_rtr_match(r, &in->me, hit);
 	}
 	rndv_flush(r);
 	pthread_mutex_unlock(&r->lock);

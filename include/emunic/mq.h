@@ -139,9 +139,10 @@ struct emunic_qp_attr {
 	int retry_cnt;			/* 0..7; < 0: default 7 */
 	int timeout;			/* ACK timeout exponent; < 0: default 14 */
 	/* EMUNIC_QP_TRIGGERED only: a connection that fails after it was up is
-	 * made again, up to `reconnects` times in a row (a write that reaches
-	 * the peer refills them), each within reconnect_timeout_ms (0: 10000);
-	 * see emunic_qp_reconnects.  0: a failure is final. */
+	 * made again, up to `reconnects` times in a row (a write-with-immediate
+	 * that completes refills them), each within reconnect_timeout_ms (0:
+	 * 10000) of work waiting; see emunic_qp_reconnects.  0: a failure is
+	 * final. */
 	unsigned reconnects;
 	int reconnect_timeout_ms;
 };
@@ -170,14 +171,14 @@ int emunic_qp_connected(const struct emunic_qp *qp);
  * QP handle, the triggered operations waiting on counters and the order of
  * work stay as they were.  Each side tells the other, in the connection's
  * private data, how many writes-with-immediate arrived on the connection
- * that failed; of the work verbs held, those the peer counted complete as
- * done, the rest (and all reads and plain writes) go out again first, in
- * order.  So every write-with-immediate lands exactly once, and what waits
- * on it sees one success.  Atomics cannot be replayed safely: one caught
- * in a failure completes with the failure's status.  While reconnecting the
- * QP is neither connected nor failed.  When the budget or the time runs
- * out, or the peer's QP is gone, the failure is final (as without).
- * Returns the reconnections made so far.
+ * that failed; of the work verbs held, those the peer counted (and the
+ * plain writes before them: RC ran them in order) complete as done, the
+ * rest (and every read) go out again first, in order.  So every write-with-
+ * immediate lands exactly once, and what waits on it sees one success.
+ * Atomics cannot be replayed safely: one caught in a failure completes with
+ * the failure's status.  While reconnecting the QP is neither connected nor
+ * failed.  When the budget or the time runs out, or the peer's QP is gone,
+ * the failure is final (as without).  Returns the reconnections made so far.
  */
 unsigned emunic_qp_reconnects(const struct emunic_qp *qp);
 /*

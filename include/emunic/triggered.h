@@ -113,6 +113,14 @@ struct emunic_event {
  * part of an engine a programmable NIC would run.  It must not block; it may
  * post ops and triggers (which then fail with -ENOSPC rather than wait). */
 typedef void (*emunic_eq_handler)(void *arg, const struct emunic_event *ev);
+/* From a handler, for a target PUT event whose data the engine recognised
+ * (by its own sequence numbers) as a second copy of one it already had: the
+ * arrival is not counted as delivered on its connection, so a reconnection
+ * (emunic_qp_reconnects in emunic/mq.h) still resends what came after it.
+ * rxe (Linux 6.1) has been seen, under packet loss, to execute a
+ * retransmitted write-with-immediate twice before failing the connection.
+ * 0, -EPERM (not on the progress core), -ENOENT (no such connection now). */
+int emunic_ev_duplicate(struct emunic_dev *dev, const struct emunic_event *ev);
 
 int emunic_eq_create(struct emunic_dev *dev, unsigned depth, emunic_eq_handler handler, void *arg,
 		     struct emunic_eq **out);

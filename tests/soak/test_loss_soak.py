@@ -30,6 +30,9 @@ def test_loss_soak_delivers_every_message_once(guest_pair):
     assert "round %d of %d: %d messages delivered byte-exact" % (SOAK_ROUNDS, SOAK_ROUNDS, n) in outa, outa
     for out in (outa, outb):
         assert "reconnection(s), nothing left over" in out, out
+    # What the run survived, for `make soak PYTEST_ARGS=-s`.
+    print("".join(l + "\n" for l in (outa + outb).splitlines()
+                  if "reconnection(s)" in l or "hw_counters" in l or "netem" in l or " +" in l))
     for out in (outa, outb):
         assert re.search(r"netem on eth0: loss %s" % re.escape(SOAK_LOSS.rstrip("%")), out), out
     # The loss was real: rxe saw sequence gaps and retransmitted.

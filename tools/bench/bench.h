@@ -10,7 +10,7 @@
  *  - the option machinery of opts.c: the table entries every subcommand
  *    ends its options with, bench_parse_opts and the parsers of values;
  *  - each subcommand's entry point and --help section (barrier.c, trig.c,
- *    rndv.c, p2p.c, conn.c), for the table in main.c, and main.c's
+ *    rndv.c, p2p.c, conn.c, faults.c), for the table in main.c, and main.c's
  *    bench_print_help.
  * main.c says what the subcommands are and how a new one is added.
  */
@@ -127,6 +127,7 @@ int bench_trig_main(int argc, char **argv);
 int bench_rndv_main(int argc, char **argv);
 int bench_p2p_main(int argc, char **argv);
 int bench_conn_main(int argc, char **argv);
+int bench_faults_main(int argc, char **argv);
 
 /* Their sections of --help. */
 extern const char bench_barrier_help[];
@@ -134,6 +135,7 @@ extern const char bench_trig_help[];
 extern const char bench_rndv_help[];
 extern const char bench_p2p_help[];
 extern const char bench_conn_help[];
+extern const char bench_faults_help[];
 
 /* The manual to f: every subcommand's section, or only that of `only`. */
 void bench_print_help(FILE *f, const char *only);

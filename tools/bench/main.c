@@ -8,6 +8,7 @@
  *   emunic-run -n 2 emunic-bench rndv [OPTIONS]
  *   emunic-run -n 2 emunic-bench p2p [OPTIONS]
  *   emunic-run -n N emunic-bench conn [OPTIONS]      (2 <= N <= 16)
+ *   emunic-run -n 2 emunic-bench faults [OPTIONS]
  *
  * Subcommands are rows of the table `subcmds` below: a name, a one-line
  * summary, a man-page section and a function that takes (argc, argv) with
@@ -28,7 +29,9 @@
  * p2p: a ping-pong by protocol and progress scheme against a host-progressed
  * one (baseline/ptp_pingpong.c): time inside isend, irecv and test, latency
  * (p2p.c).  conn: QPs per rank and start-up time, static mesh against
- * connections on demand, under four patterns (conn.c).
+ * connections on demand, under four patterns (conn.c).  faults: a stream
+ * under seeded connection failures against the same stream without: what
+ * reconnecting and resending costs (faults.c).
  */
 #include "bench.h"
 
@@ -91,6 +94,8 @@ static const char main_help_tail[] =
 "      PATTERN_qps_max, PATTERN_qps_mean (count, over ranks),\n"
 "      PATTERN_peers_max (count), PATTERN_create_ms, PATTERN_first_ms,\n"
 "      PATTERN_later_ms (the slowest rank's)\n"
+"    faults: BASE is p=0; impl is p=0 or p=R%.  Metrics: stream_ms (ms, the\n"
+"      whole stream), reconnections (count)\n"
 "\n"
 "ENVIRONMENT\n"
 "    EMUNIC_IDLE=spin|sleep   the progress core's idle policy (--idle default)\n"
@@ -100,7 +105,8 @@ static const char main_help_tail[] =
 "\n"
 "EXIT STATUS\n"
 "    0 done (whether or not targets were met); 2 bad usage (trig, rndv and\n"
-"    p2p: also a job of other than 2 ranks; conn: of other than 2 to 16);\n"
+"    p2p, faults: also a job of other than 2 ranks; conn: of other than 2\n"
+"    to 16);\n"
 "    3 a bootstrap, RDMA, barrier, timeout or wrong-data error, reported on\n"
 "    stderr as\n"
 "    \"emunic-bench: rank R: SUBCOMMAND IMPL: CALL: ERROR\".\n"
@@ -115,6 +121,7 @@ static const char main_help_tail[] =
 "    emunic-run -n 2 -t 600 build/bin/emunic-bench p2p --sizes 8,4097,64K,1M \\\n"
 "        --csv build/bench/p2p.csv\n"
 "    emunic-run -n 8 -t 600 build/bin/emunic-bench conn --patterns ring,alltoall\n"
+"    emunic-run -n 2 -t 600 build/bin/emunic-bench faults --rates 0.1,1\n"
 "\n"
 "SEE ALSO\n"
 "    emunic-run(1), emunic-barrier (tests/bin), shared/seeds/003 (CORE-Direct\n"
@@ -140,6 +147,8 @@ static const struct subcmd subcmds[] = {
 	  bench_p2p_help, bench_p2p_main },
 	{ "conn", "static mesh vs connections on demand: QPs per rank, start-up time",
 	  bench_conn_help, bench_conn_main },
+	{ "faults", "connection failures: what reconnecting and resending costs",
+	  bench_faults_help, bench_faults_main },
 };
 
 #define NSUBCMDS ((int)(sizeof(subcmds) / sizeof(subcmds[0])))
