@@ -33,4 +33,7 @@ echo
 echo "== 4 ranks: QPs and start-up time, static mesh vs connections on demand (quick)"
 build/bin/emunic-run -n 4 -t 600 build/bin/emunic-bench conn --quick --csv build/bench/conn.csv
 echo
-echo "== demo done in $((SECONDS - start)) s; CSV in build/bench/ (barrier-2, barrier-4, trig, rndv, p2p, conn)"
+echo "== 2 ranks: a stream under injected connection failures (reconnect and resend) vs none (quick)"
+build/bin/emunic-run -n 2 -t 600 build/bin/emunic-bench faults --quick --csv build/bench/faults.csv
+echo
+echo "== demo done in $((SECONDS - start)) s; CSV in build/bench/ (barrier-2, barrier-4, trig, rndv, p2p, conn, faults)"

@@ -169,6 +169,13 @@ int coll_progress(struct emunic_coll *c)
 }
 
 /* 1 done, 0 not yet, < 0 failed.  Lists complete in order on the MQ. */
+/* Sends barriers 1..seq posted (each posts the same; the teardown fence
+ * after them none). */
+static uint64_t sends_through(const struct emunic_coll *c, uint64_t seq)
+{
+	return seq * c->nsend < c->sends_posted ? seq * c->nsend : c->sends_posted;
+}
+
 int coll_seq_status(const struct emunic_coll *c, uint64_t seq)
 {
 	if (c->err && seq >= c->err_seq)
@@ -176,7 +183,7 @@ int coll_seq_status(const struct emunic_coll *c, uint64_t seq)
 	/* Done when the partners' signals came and this rank's went out: a
 	 * SEND of this barrier that failed (its partner never hears) is this
 	 * barrier's failure, whichever completion the core saw first. */
-	return seq <= c->done && c->sends_done >= seq * c->nsend;
+	return seq <= c->done && c->sends_done >= sends_through(c, seq);
 }
 
 /* Names the partners whose signal for barrier seq has not arrived: each
@@ -189,7 +196,7 @@ static int report_timeout(const struct emunic_coll *c, uint64_t seq, int timeout
 	if (seq <= c->done)
 		return coll_err(c, -ETIMEDOUT, "barrier %llu not complete after %d ms: its partners' signals came, "
 				"%llu of its own SENDs have not completed", (unsigned long long)seq, timeout_ms,
-				(unsigned long long)(seq * c->nsend - c->sends_done));
+				(unsigned long long)(sends_through(c, seq) - c->sends_done));
 
 	for (int i = 0; i < c->nstep; i++) {
 		int p = c->step[i].peer;
