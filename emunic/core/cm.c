@@ -273,10 +273,15 @@ static void on_request(struct emunic_dev *d, struct rdma_cm_id *id, const struct
 		return;
 	}
 	/* A connection we accepted and the peer gave up on before it was up
-	 * here: data may have come on it, so it is drained like a failed one. */
-	if (qp && (h->flags & EMUNIC_HELLO_RECONNECT) && qp->rc.down && qp->id && qp->rc.passive) {
+	 * here (even the first): data may have come on it, so it is drained
+	 * like a failed one before the next is accepted. */
+	if (qp && (h->flags & EMUNIC_HELLO_RECONNECT) && qp->attr.reconnects && qp->id && qp->rc.passive &&
+	    atomic_load(&qp->state) == QP_CONNECTING) {
 		emunic_rc_bury_id(qp);
 		qp->rc.teardown = qp->vqp != NULL;
+		qp->rc.down = true;
+		if (!qp->rc.status)
+			qp->rc.status = IBV_WC_RETRY_EXC_ERR;
 	}
 	if (qp && qp->rc.teardown)
 		goto park;	/* accepted once the failed connection is gone */
