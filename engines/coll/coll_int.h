@@ -44,7 +44,6 @@ struct emunic_coll {
 	unsigned ntask;			/* tasks in one barrier's list */
 	uint64_t posted, done;		/* barrier sequence numbers, from 1 */
 	uint64_t sends_posted, sends_done;
-	unsigned nsend;			/* sends a barrier posts (all alike) */
 	int err;			/* first failure; barriers from err_seq on fail */
 	uint64_t err_seq;
 	int nreq;			/* requests handed out, not yet waited */

@@ -14,6 +14,13 @@
  * Barrier: recursive doubling over the largest power of two N <= size ranks;
  * each rank r >= N first signals r - N and is released by it afterwards
  * (seed 003, tables I-IV).
+ *
+ * Failures: a barrier is done when its partners' signals came (the task
+ * list's WAIT on the receives, as on the HCA); it does not wait for its own
+ * signals' acknowledgements, which would add a round trip to every barrier.
+ * So a SEND of this rank that failed after its partner's signal arrived is
+ * reported by the next barrier (or wait, or test) at the latest: from the
+ * first failed barrier on, every barrier fails with that error.
  */
 #ifndef EMUNIC_COLL_H
 #define EMUNIC_COLL_H
