@@ -82,8 +82,9 @@ enum qp_state { QP_NEW, QP_CONNECTING, QP_UP, QP_ERROR, QP_CLOSED };
  * are (connecting rank + 1) << 40 | its count, so both sides name one alike. */
 struct qp_rc {
 	unsigned left;			/* reconnections left before a failure is final */
-	unsigned made;			/* reconnections that came up */
+	unsigned made;			/* reconnections settled (counted once each) */
 	bool down;			/* failed, being made again (state CONNECTING) */
+	bool settled;			/* this reconnection's work was settled */
 	bool teardown;			/* the verbs QP and id of the failure still exist */
 	int status;			/* what failed it */
 	uint64_t seq;			/* connections this side started */

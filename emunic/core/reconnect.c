@@ -55,6 +55,7 @@ bool emunic_qp_fail(struct emunic_dev *d, struct emunic_qp *qp, int status, unsi
 	}
 	qp->rc.left--;
 	qp->rc.down = true;
+	qp->rc.settled = false;
 	qp->rc.teardown = true;
 	qp->rc.status = status;
 	qp->rc.since_ns = 0;
@@ -183,6 +184,12 @@ void emunic_rc_resolve(struct emunic_qp *qp, const struct emunic_conn_hello *h)
 	if (qp->sq.head != qp->sq.done)
 		emunic_exec_replay(qp, got, qp->rc.status);
 	qp->rc.tx_conn = 0;
+	/* Counted here, not when the connection is up: work completed by the
+	 * settlement may be seen by the app before that. */
+	if (qp->rc.down && !qp->rc.settled) {
+		qp->rc.settled = true;
+		__atomic_add_fetch(&qp->rc.made, 1, __ATOMIC_RELAXED);
+	}
 }
 
 void emunic_rc_up(struct emunic_qp *qp)
@@ -192,7 +199,6 @@ void emunic_rc_up(struct emunic_qp *qp)
 	qp->rc.since_ns = 0;
 	if (qp->rc.down) {
 		qp->rc.down = false;
-		qp->rc.made++;
 		emunic_info("peer %d qp %u: connected again (reconnection %u)", qp->peer, atomic_load(&qp->qpn),
 			    qp->rc.made);
 	}

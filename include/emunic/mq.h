@@ -178,7 +178,9 @@ int emunic_qp_connected(const struct emunic_qp *qp);
  * Atomics cannot be replayed safely: one caught in a failure completes with
  * the failure's status.  While reconnecting the QP is neither connected nor
  * failed.  When the budget or the time runs out, or the peer's QP is gone,
- * the failure is final (as without).  Returns the reconnections made so far.
+ * the failure is final (as without).  Returns the reconnections made so far
+ * (each counted when the failed connection's work is settled, just before
+ * the new connection carries it).
  */
 unsigned emunic_qp_reconnects(const struct emunic_qp *qp);
 /*
