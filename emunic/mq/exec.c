@@ -295,6 +295,12 @@ int emunic_exec_push(struct emunic_dev *d)
 	return n;
 }
 
+/* A failure that is final tells the peer; a flush only follows one. */
+static unsigned final_how(enum ibv_wc_status st)
+{
+	return st != IBV_WC_WR_FLUSH_ERR ? EMUNIC_QPF_DISCONNECT : 0;
+}
+
 int emunic_exec_poll(struct emunic_dev *d)
 {
 	struct ibv_wc wc[32];
@@ -306,7 +312,9 @@ int emunic_exec_poll(struct emunic_dev *d)
 		/* A message into a triggered QP: arrivals, not tasks. */
 		bool arrival = (wc[i].wr_id & 1) && (qp->attr.flags & EMUNIC_QP_TRIGGERED);
 		struct core_task *t;
-		unsigned how;
+		/* An arrival's failure: its status, or one a wc rule injected
+		 * into an arrival that is still counted and delivered. */
+		enum ibv_wc_status fail = IBV_WC_SUCCESS;
 
 		if (atomic_load_explicit(&qp->o.gone, memory_order_relaxed))
 			continue;	/* left in the CQ by a QP destroyed since */
@@ -322,16 +330,12 @@ int emunic_exec_poll(struct emunic_dev *d)
 			 * did arrive (its sender saw success and will not send it
 			 * again): it counts, then the connection fails. */
 			if (arrival && qp->attr.reconnects && was == IBV_WC_SUCCESS && wc[i].status != was) {
-				enum ibv_wc_status injected = wc[i].status;
-
+				fail = wc[i].status;
 				wc[i].status = IBV_WC_SUCCESS;
-				emunic_info("peer %d qp %u: RECV (arrival) failed: %s", qp->peer, wc[i].qp_num,
-					    ibv_wc_status_str(injected));
-				emunic_qp_fail(d, qp, (int)injected, EMUNIC_QPF_DISCONNECT, "a receive for arrivals failed");
 			}
 		}
-		/* A failure that is final tells the peer; a flush follows one. */
-		how = wc[i].status != IBV_WC_WR_FLUSH_ERR ? EMUNIC_QPF_DISCONNECT : 0;
+		if (arrival && wc[i].status != IBV_WC_SUCCESS)
+			fail = wc[i].status;
 		if (arrival) {
 			if (wc[i].status == IBV_WC_SUCCESS && wc[i].qp_num == atomic_load(&qp->qpn)) {
 				/* Counted per connection: a reconnection tells the peer. */
@@ -341,11 +345,11 @@ int emunic_exec_poll(struct emunic_dev *d)
 				}
 				qp->rc.rx_count++;
 			}
-			if (wc[i].status != IBV_WC_SUCCESS && wc[i].status != IBV_WC_WR_FLUSH_ERR && !qp->rc.down)
+			if (fail != IBV_WC_SUCCESS && fail != IBV_WC_WR_FLUSH_ERR && !qp->rc.down)
 				emunic_info("peer %d qp %u: RECV (arrival) failed: %s", qp->peer, wc[i].qp_num,
-					    ibv_wc_status_str(wc[i].status));
-			if (wc[i].status != IBV_WC_SUCCESS)
-				emunic_qp_fail(d, qp, (int)wc[i].status, how, "a receive for arrivals failed");
+					    ibv_wc_status_str(fail));
+			if (fail != IBV_WC_SUCCESS)
+				emunic_qp_fail(d, qp, (int)fail, final_how(fail), "a receive for arrivals failed");
 			emunic_trig_arrival(d, qp, &wc[i]);
 			continue;
 		}
@@ -357,7 +361,7 @@ int emunic_exec_poll(struct emunic_dev *d)
 				emunic_info("peer %d qp %u: %s (wr_id %llu) failed: %s", qp->peer, wc[i].qp_num,
 					    emunic_task_op_str(t->t.op), (unsigned long long)t->t.wr_id,
 					    ibv_wc_status_str(wc[i].status));
-			if (emunic_qp_fail(d, qp, (int)wc[i].status, how, "the connection failed"))
+			if (emunic_qp_fail(d, qp, (int)wc[i].status, final_how(wc[i].status), "the connection failed"))
 				continue;	/* it stays: reconnection sends it again */
 		} else if (t->t.op == EMUNIC_TASK_WRITE_IMM && qp->rc.left < qp->attr.reconnects) {
 			qp->rc.left = qp->attr.reconnects;	/* the peer takes writes again */

@@ -182,6 +182,16 @@ static int counting_entry(struct emunic_rndv *r, struct emunic_ct *ct, struct em
 	return emunic_le_create(r->dev, &la, out);
 }
 
+/* What every QP to a peer is, made here or accepted on demand by the core. */
+static void peer_qp_attr(const struct emunic_rndv *r, struct emunic_qp_attr *qa)
+{
+	emunic_qp_attr_init(qa);
+	qa->flags = EMUNIC_QP_TRIGGERED | ((r->attr.flags & EMUNIC_RNDV_ON_DEMAND) ? EMUNIC_QP_ON_DEMAND : 0);
+	qa->depth = 512;
+	qa->reconnects = r->attr.reconnects;
+	qa->reconnect_timeout_ms = r->attr.reconnect_timeout_ms;
+}
+
 /* The QP to p: made at create, or here at first use (ON_DEMAND), where a
  * peer that connected to us first has already made it (the core accepted). */
 struct emunic_qp *rndv_peer_qp(struct emunic_rndv *r, int p)
@@ -192,11 +202,7 @@ struct emunic_qp *rndv_peer_qp(struct emunic_rndv *r, int p)
 
 	if (pe->qp)
 		return pe->qp;
-	emunic_qp_attr_init(&qa);
-	qa.flags = EMUNIC_QP_TRIGGERED | ((r->attr.flags & EMUNIC_RNDV_ON_DEMAND) ? EMUNIC_QP_ON_DEMAND : 0);
-	qa.depth = 512;
-	qa.reconnects = r->attr.reconnects;
-	qa.reconnect_timeout_ms = r->attr.reconnect_timeout_ms;
+	peer_qp_attr(r, &qa);
 	e = emunic_qp_create(r->dev, p, &qa, &pe->qp);
 	if (e) {
 		fprintf(stderr, "emunic: rank %d: cannot make a QP to rank %d (%s)\n", r->rank, p, strerror(-e));
@@ -416,11 +422,7 @@ int emunic_rndv_create(struct emunic_dev *dev, const struct emunic_rndv_attr *at
 	if (!e && (r->attr.flags & EMUNIC_RNDV_ON_DEMAND)) {
 		struct emunic_qp_attr qa;
 
-		emunic_qp_attr_init(&qa);
-		qa.flags = EMUNIC_QP_TRIGGERED | EMUNIC_QP_ON_DEMAND;
-		qa.depth = 512;
-		qa.reconnects = r->attr.reconnects;
-		qa.reconnect_timeout_ms = r->attr.reconnect_timeout_ms;
+		peer_qp_attr(r, &qa);
 		e = emunic_qp_accept_on_demand(dev, &qa);
 	}
 	for (int p = 0; !e && p < r->size; p++)

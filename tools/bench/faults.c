@@ -120,6 +120,7 @@ static int ft_run(struct bench *b, const struct ft_opts *o, double p, struct ft_
 	char spec[96], *buf = calloc(FT_WINDOW, o->size ? o->size : 1);
 	uint64_t mine[2], all[4];
 	int64_t t0;
+	bool have;
 	int r;
 
 	if (!buf)
@@ -145,10 +146,11 @@ static int ft_run(struct bench *b, const struct ft_opts *o, double p, struct ft_
 			bench_progress(b, "[p %g%%] %d of %d messages", p * 100, i, o->messages);
 	}
 	res->ms = (double)(bench_mono_ns() - t0) / 1e6;
-	if (!r && !emunic_rndv_stats(rv, &st) && b->rank == 1 && st.queued)
+	have = rv && !emunic_rndv_stats(rv, &st);
+	if (!r && have && b->rank == 1 && st.queued)
 		r = bench_err(b, -EBADMSG, "%zu message(s) left over that no receive took (doubled?)", st.queued);
 	mine[0] = !emunic_fault_stats(dev, &fs) ? fs.wc_injected : 0;
-	mine[1] = rv && !emunic_rndv_stats(rv, &st) ? st.reconnects : 0;
+	mine[1] = have ? st.reconnects : 0;
 	/* Every rank takes part, failed or not, so none waits for another. */
 	if (emunic_boot_allgather(b->boot, mine, sizeof(mine), all) && !r)
 		r = bench_err(b, -EIO, "gathering the counts");
