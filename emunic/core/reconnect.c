@@ -181,15 +181,15 @@ void emunic_rc_resolve(struct emunic_qp *qp, const struct emunic_conn_hello *h)
 	 * latest it got anything on is that one, or older (then: nothing). */
 	uint64_t got = h && qp->rc.tx_conn && h->rx_conn == qp->rc.tx_conn ? h->rx_count : 0;
 
+	/* Counted before the settlement, not when the connection is up: the
+	 * app may see the work the settlement completes at once. */
+	if (qp->rc.down && !qp->rc.settled) {
+		qp->rc.settled = true;
+		__atomic_add_fetch(&qp->rc.made, 1, __ATOMIC_RELEASE);
+	}
 	if (qp->sq.head != qp->sq.done)
 		emunic_exec_replay(qp, got, qp->rc.status);
 	qp->rc.tx_conn = 0;
-	/* Counted here, not when the connection is up: work completed by the
-	 * settlement may be seen by the app before that. */
-	if (qp->rc.down && !qp->rc.settled) {
-		qp->rc.settled = true;
-		__atomic_add_fetch(&qp->rc.made, 1, __ATOMIC_RELAXED);
-	}
 }
 
 void emunic_rc_up(struct emunic_qp *qp)

@@ -411,7 +411,7 @@ int emunic_qp_peer(const struct emunic_qp *qp) { return qp->peer; }
 
 unsigned emunic_qp_reconnects(const struct emunic_qp *qp)
 {
-	return qp ? __atomic_load_n(&qp->rc.made, __ATOMIC_RELAXED) : 0;
+	return qp ? __atomic_load_n(&qp->rc.made, __ATOMIC_ACQUIRE) : 0;
 }
 
 int emunic_qp_failed(const struct emunic_qp *qp)
