@@ -6,8 +6,15 @@ its host path, so binaries built on the host run unchanged inside.  Commands
 travel through a spool directory in the work tree (see agent.sh).
 
 As a program:  guest.py [--two] [--timeout S] -- COMMAND [ARG...]
+               guest.py --info
+
+The accelerator (KVM or TCG) is chosen on evidence by accel.py.  QEMU never
+outlives its owner: it gets SIGKILL from the kernel when the thread that
+started it dies (PR_SET_PDEATHSIG), whatever killed it, and as a program
+guest.py shuts its guests down on SIGTERM, SIGINT and SIGHUP.
 """
 import argparse
+import ctypes
 import os
 import shlex
 import shutil
@@ -16,6 +23,8 @@ import socket
 import subprocess
 import sys
 import time
+
+import accel as accellib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORK = os.path.dirname(HERE)
@@ -26,14 +35,43 @@ class GuestError(RuntimeError):
     pass
 
 
-def kvm_usable():
-    """KVM only where /dev/kvm exists and opens; QEMU still falls back to TCG."""
-    try:
-        fd = os.open("/dev/kvm", os.O_RDWR)
-    except OSError:
-        return False
-    os.close(fd)
-    return True
+_libc = ctypes.CDLL(None, use_errno=True)
+PR_SET_PDEATHSIG = 1
+_live = set()           # guests whose QEMU may be running, for the signal handlers
+_choice = None          # the accelerator, decided once per process
+
+
+def spawn_owned(cmd, **kw):
+    """Popen(cmd) in a new session (so a terminal's ^C reaches only its owner,
+    who then shuts it down), killed by the kernel if its owner dies first."""
+    owner = os.getpid()
+
+    def die_with_owner():
+        if _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0 or os.getppid() != owner:
+            os._exit(127)       # the owner is already gone (or prctl failed): do not start
+    return subprocess.Popen(cmd, preexec_fn=die_with_owner, start_new_session=True, **kw)
+
+
+def accel_choice():
+    """The accelerator for every guest of this process (accel.py decides;
+    a KVM probe boot needs the image, so it is built first)."""
+    global _choice
+    if _choice is None:
+        build_image()
+        probe = lambda: accellib.probe_boot(  # noqa: E731
+            "qemu-system-x86_64", os.path.join(BUILD, "vmlinuz"),
+            os.path.join(BUILD, "initramfs.cpio.gz"), spawn=spawn_owned)
+        try:
+            _choice = accellib.choose(cache_path=os.path.join(BUILD, "accel-cache.json"),
+                                      probe=probe)
+        except accellib.AccelError as e:
+            raise GuestError(str(e))
+    return _choice
+
+
+def accel_line(c):
+    """How the guest runs, for the first line of a run: accelerator, CPU, why."""
+    return "%s (-cpu %s; %s)" % (c.name(), c.cpu, c.reason)
 
 
 def free_port():
@@ -58,12 +96,12 @@ class Guest:
         self.proc = None
         self.spool = None
         self.boot_seconds = None
+        self.accel = None
         self.info = {}
         self.seq = 0
 
     # -- life cycle -------------------------------------------------------
     def qemu_cmd(self):
-        accel = ["-accel", "kvm", "-accel", "tcg"] if kvm_usable() else ["-accel", "tcg,thread=multi"]
         if self.net == "user":
             netdev = "user,id=n0,restrict=on"
         else:
@@ -72,8 +110,8 @@ class Guest:
             "console=ttyS0", "loglevel=4", "panic=-1", "oops=panic",
             "emunic.work=" + WORK, "emunic.spool=" + self.spool,
             "emunic.ip=" + self.ip, "emunic.host=" + self.name])
-        return (["qemu-system-x86_64"] + accel + [
-            "-cpu", "max", "-smp", str(self.smp), "-m", str(self.mem_mb),
+        return (["qemu-system-x86_64"] + self.accel.qemu_args() + [
+            "-smp", str(self.smp), "-m", str(self.mem_mb),
             "-nodefaults", "-no-reboot", "-display", "none", "-monitor", "none",
             "-serial", "file:" + os.path.join(self.spool, "console.log"),
             "-kernel", os.path.join(BUILD, "vmlinuz"),
@@ -88,13 +126,15 @@ class Guest:
             raise GuestError("qemu-system-x86_64 is missing (make deps installs qemu-system-x86)")
         if any(c.isspace() for c in WORK):
             raise GuestError("the work tree path %r has white space; the guest cannot mount it" % WORK)
+        self.accel = accel_choice()
         self.spool = os.path.join(BUILD, "spool-%d-%s" % (os.getpid(), self.name))
         shutil.rmtree(self.spool, ignore_errors=True)
         os.makedirs(self.spool)
         self.t0 = time.monotonic()
-        self.proc = subprocess.Popen(self.qemu_cmd(), stdin=subprocess.DEVNULL,
-                                     stdout=open(os.path.join(self.spool, "qemu.log"), "w"),
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        with open(os.path.join(self.spool, "qemu.log"), "w") as log:
+            self.proc = spawn_owned(self.qemu_cmd(), stdin=subprocess.DEVNULL,
+                                    stdout=log, stderr=subprocess.STDOUT)
+        _live.add(self)
 
     def wait_ready(self):
         ready = os.path.join(self.spool, "ready")
@@ -136,6 +176,7 @@ class Guest:
         if self.proc and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
+        _live.discard(self)
 
     def shutdown(self, timeout=10):
         if self.proc is None:
@@ -146,6 +187,7 @@ class Guest:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 self.kill()
+        _live.discard(self)
         shutil.rmtree(self.spool, ignore_errors=True)
         self.proc = None
 
@@ -242,54 +284,100 @@ class GuestPair:
             g.shutdown()
 
 
+def stop_all_on(signum, _frame):
+    """SIGTERM/SIGINT/SIGHUP: stop every guest of this process, then exit
+    128 + signum as a shell would report it."""
+    for g in list(_live):
+        g.kill()
+        shutil.rmtree(g.spool or "", ignore_errors=True)
+    print("guest: %s: guests stopped" % signal.Signals(signum).name, file=sys.stderr)
+    os._exit(128 + signum)
+
+
+def boot_line(g, extra=""):
+    return "guest: %s booted in %.1f s under %s%s" % (g.name, g.boot_seconds, accel_line(g.accel), extra)
+
+
+def info(boot_timeout):
+    """--info: the accelerator decision, then one real boot to time it."""
+    c = accel_choice()
+    print("accelerator: %s\ncpu model:   %s\nwhy:         %s" % (c.name(), c.cpu, c.reason))
+    print("probe cache: %s" % os.path.join(BUILD, "accel-cache.json"))
+    g = Guest(boot_timeout=boot_timeout).boot()
+    try:
+        rc, out = g.run("uname -r", timeout=30)
+        print("boot:        %.1f s to rxe0 %s (guest uptime %s s, kernel %s)" % (
+            g.boot_seconds, g.info.get("state"), g.info.get("uptime"), out.strip()))
+    finally:
+        g.shutdown()
+    return rc
+
+
+def run_two(shell, cwd, a):
+    pair = GuestPair(boot_timeout=a.boot_timeout)
+    try:
+        pair.boot()
+        for g in pair.guests:
+            print(boot_line(g, ", rxe0 %s, %s" % (g.info.get("state"), g.info.get("ip"))),
+                  file=sys.stderr)
+        env = {"EMUNIC_GUEST_IPS": " ".join(GuestPair.IPS)}
+        jobs = [g.submit(shell, a.timeout, cwd, dict(env, EMUNIC_GUEST=i))
+                for i, g in enumerate(pair.guests)]
+        rcs = []
+        for g, j in zip(pair.guests, jobs):
+            r, out = g.wait(j)
+            sys.stdout.write("".join("[%s] %s\n" % (g.name, l) for l in out.splitlines()))
+            rcs.append(r)
+        return max(rcs)
+    finally:
+        pair.shutdown()
+
+
+def run_one(shell, cwd, a):
+    g = Guest(boot_timeout=a.boot_timeout)
+    try:
+        g.boot()
+        print(boot_line(g, ", guest uptime %s s, rxe0 %s" % (g.info.get("uptime"), g.info.get("state"))),
+              file=sys.stderr)
+        rc, _ = g.run(shell, a.timeout, cwd, stream=sys.stdout)
+        return rc
+    finally:
+        g.shutdown()
+
+
 def main():
     ap = argparse.ArgumentParser(
         description="Boot the emunic guest (rdma_rxe on virtio-net) and run COMMAND in it; "
-                    "exits with COMMAND's status.  With --two, two guests joined by a socket "
-                    "netdev run COMMAND each, with EMUNIC_GUEST=0|1 and EMUNIC_GUEST_IPS set.")
+                    "exits with COMMAND's status (125: the guest itself failed; 128+N: killed "
+                    "by signal N, guests stopped).  With --two, two guests joined by a socket "
+                    "netdev run COMMAND each, with EMUNIC_GUEST=0|1 and EMUNIC_GUEST_IPS set.  "
+                    "EMUNIC_ACCEL=auto|kvm|tcg chooses the accelerator (auto: KVM only on "
+                    "evidence, see guest-images/accel.py).")
     ap.add_argument("--two", action="store_true", help="boot two guests joined by a socket netdev")
+    ap.add_argument("--info", action="store_true",
+                    help="print the accelerator, its CPU model and why, then boot once and "
+                         "print the boot time")
     ap.add_argument("--timeout", type=int, default=600, help="seconds COMMAND may run (default 600)")
     ap.add_argument("--boot-timeout", type=int, default=180, help="seconds the boot may take (default 180)")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
-    if not cmd:
+    if not cmd and not a.info:
         ap.error("no COMMAND given")
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, stop_all_on)
     shell = " ".join(shlex.quote(c) for c in cmd)
     cwd = os.getcwd()
     if not (cwd + "/").startswith(WORK + "/") and cwd.startswith(("/tmp", "/run")):
         cwd = WORK        # the guest has its own /tmp and /run
-    build_image()
-    rc = 1
     try:
-        if a.two:
-            pair = GuestPair(boot_timeout=a.boot_timeout).boot()
-            for g in pair.guests:
-                print("guest: %s booted in %.1f s (rxe0 %s, %s)" % (
-                    g.name, g.boot_seconds, g.info.get("state"), g.info.get("ip")), file=sys.stderr)
-            env = {"EMUNIC_GUEST_IPS": " ".join(GuestPair.IPS)}
-            jobs = []
-            for i, g in enumerate(pair.guests):
-                jobs.append(g.submit(shell, a.timeout, cwd, dict(env, EMUNIC_GUEST=i)))
-            rcs = []
-            for g, j in zip(pair.guests, jobs):
-                r, out = g.wait(j)
-                sys.stdout.write("".join("[%s] %s\n" % (g.name, l) for l in out.splitlines()))
-                rcs.append(r)
-            rc = max(rcs)
-            pair.shutdown()
-        else:
-            g = Guest(boot_timeout=a.boot_timeout).boot()
-            print("guest: booted in %.1f s (guest uptime %s s, rxe0 %s)" % (
-                g.boot_seconds, g.info.get("uptime"), g.info.get("state")), file=sys.stderr)
-            try:
-                rc, _ = g.run(shell, a.timeout, cwd, stream=sys.stdout)
-            finally:
-                g.shutdown()
+        build_image()
+        if a.info:
+            return info(a.boot_timeout)
+        return (run_two if a.two else run_one)(shell, cwd, a)
     except GuestError as e:
         print("guest: error: %s" % e, file=sys.stderr)
         return 125
-    return rc
 
 
 if __name__ == "__main__":

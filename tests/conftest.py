@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.join(ROOT, "guest-images"))
 import guest as guestlib  # noqa: E402
 
 _timings = {}
+_accel = []
 
 
 def host_has_rdma():
@@ -61,6 +62,7 @@ def rxe():
     guestlib.build_image()
     g = guestlib.Guest().boot()
     _timings["guest boot (s)"] = g.boot_seconds
+    _accel.append(guestlib.accel_line(g.accel))
     try:
         yield GuestRunner(g)
     finally:
@@ -92,4 +94,5 @@ def pytest_sessionstart(session):
 def pytest_terminal_summary(terminalreporter):
     wall = time.monotonic() - _timings.pop("t0", time.monotonic())
     parts = ["%s %.1f" % (k, v) for k, v in _timings.items()]
-    terminalreporter.write_line("emunic: suite wall time %.1f s; %s" % (wall, ", ".join(parts) or "no guest"))
+    terminalreporter.write_line("emunic: suite wall time %.1f s; %s%s" % (
+        wall, ", ".join(parts) or "no guest", "; guests under " + _accel[0] if _accel else ""))

@@ -1,4 +1,10 @@
-"""The guest runner itself: hung commands and failed boots end with a clear error."""
+"""The guest runner itself: hung commands and failed boots end with a clear
+error, and no QEMU outlives the process that started it."""
+import os
+import re
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -34,3 +40,111 @@ def test_boot_timeout_kills_the_guest(monkeypatch):
     assert "no ready signal after 1s; guest killed" in str(e.value)
     assert g.proc.poll() is not None
     g.shutdown()
+
+
+# -- QEMU never outlives its owner ------------------------------------------
+
+GUEST_PY = os.path.join(guestlib.HERE, "guest.py")
+OWNER_LIB = """
+import sys, time
+sys.path.insert(0, %r)
+import guest
+g = guest.Guest(name="emunic-owner", boot_timeout=300).boot()
+print("booted", flush=True)
+time.sleep(600)
+""" % guestlib.HERE
+
+
+def qemus_of(owner_pid):
+    """PIDs of QEMU processes started by owner_pid (their spool names it)."""
+    tag = "spool-%d-" % owner_pid
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                cmd = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        if "qemu-system" in cmd and tag in cmd:
+            pids.append(int(d))
+    return pids
+
+
+def wait_for(cond, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.1)
+    return cond()
+
+
+def start_owner(argv, booted_marker):
+    """Start an owner process; once its QEMU runs (and, if booted_marker,
+    once the guest is up), return it."""
+    p = subprocess.Popen(argv, cwd=guestlib.WORK, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    assert wait_for(lambda: qemus_of(p.pid), 60), "no QEMU started by %s" % argv
+    if booted_marker:
+        for line in p.stdout:
+            if booted_marker in line:
+                break
+        else:
+            pytest.fail("the guest of %s never booted" % argv)
+    return p
+
+
+@pytest.mark.parametrize("sig,booted", [
+    (signal.SIGTERM, True), (signal.SIGKILL, True),
+    (signal.SIGINT, False), (signal.SIGHUP, False)],
+    ids=["TERM-running", "KILL-running", "INT-booting", "HUP-booting"])
+def test_no_qemu_outlives_guest_py(sig, booted):
+    """guest.py killed while its guest boots or runs a job: its QEMU is gone
+    within a few seconds (handlers for TERM/INT/HUP, PR_SET_PDEATHSIG for KILL)."""
+    p = start_owner([sys.executable, GUEST_PY, "--", "sleep", "600"],
+                    "booted in" if booted else None)
+    qemu = qemus_of(p.pid)
+    p.send_signal(sig)
+    rc = p.wait(30)
+    assert wait_for(lambda: not qemus_of(p.pid), 5), "QEMU %s outlived guest.py" % qemu
+    assert rc == (-signal.SIGKILL if sig == signal.SIGKILL else 128 + sig)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["KILL", "TERM"])
+def test_no_qemu_outlives_a_library_owner(sig):
+    """A Python program (pytest, say) using guest.Guest, killed with no
+    handler of its own: the kernel stops its QEMU."""
+    p = start_owner([sys.executable, "-c", OWNER_LIB], "booted" if sig == signal.SIGKILL else None)
+    qemu = qemus_of(p.pid)
+    p.send_signal(sig)
+    assert p.wait(30) == -sig
+    assert wait_for(lambda: not qemus_of(p.pid), 5), "QEMU %s outlived its owner" % qemu
+
+
+def test_first_line_names_accelerator_and_boot_time():
+    p = subprocess.run([sys.executable, GUEST_PY, "--", "true"], cwd=guestlib.WORK,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    lines = [l for l in p.stderr.splitlines() if not l.startswith("guest: built ")]
+    assert re.match(r"guest: emunic-guest0 booted in \d+\.\d s under (KVM \(-cpu host|TCG \(-cpu max); ",
+                    lines[0]), lines
+    c = guestlib.accel_choice()
+    assert c.reason in lines[0]
+
+
+def test_forced_kvm_where_unusable_fails_fast():
+    """EMUNIC_ACCEL=kvm on a host without usable KVM: exit 125 at once, no
+    silent TCG; on a host with real KVM it boots under KVM."""
+    env = dict(os.environ, EMUNIC_ACCEL="kvm")
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, GUEST_PY, "--", "true"], cwd=guestlib.WORK, env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+    if guestlib.accel_choice().accel == "kvm":
+        assert p.returncode == 0 and "under KVM" in p.stderr, p.stderr
+        return
+    assert p.returncode == 125, p.stderr
+    assert "guest: error: EMUNIC_ACCEL=kvm but KVM cannot run the guest here: " in p.stderr
+    assert time.monotonic() - t0 < 60
+    assert "booted" not in p.stderr

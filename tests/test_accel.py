@@ -1,0 +1,165 @@
+"""The accelerator probe's decision table (guest-images/accel.py), on fake
+/dev, /sys/module and /proc roots: no real KVM needed.  The last tests run the
+real probe boot under TCG to show the probe can tell a boot that reached
+userspace from one that did not."""
+import json
+import os
+
+import pytest
+
+import accel
+import guest as guestlib
+
+QEMU = "/bin/true"      # any binary: only its identity enters the cache key
+BOOT = "0f6a4bcb-1111-4aaa-8bbb-000000000001"
+
+
+def make_root(tmp_path, modules=(), flags=(), kvm="file", boot_id=BOOT):
+    root = tmp_path / "root"
+    (root / "sys/module").mkdir(parents=True)
+    for m in modules:
+        (root / "sys/module" / m).mkdir()
+    (root / "proc/sys/kernel/random").mkdir(parents=True)
+    (root / "proc/sys/kernel/random/boot_id").write_text(boot_id + "\n")
+    (root / "proc/cpuinfo").write_text(
+        "processor\t: 0\nflags\t\t: fpu vme sse2 hypervisor %s\n\n"
+        "processor\t: 1\nflags\t\t: fpu vme sse2 hypervisor %s\n" % (" ".join(flags), " ".join(flags)))
+    (root / "dev").mkdir()
+    if kvm == "file":
+        (root / "dev/kvm").write_text("")
+    elif kvm == "unopenable":
+        (root / "dev/kvm").mkdir()       # exists, open(O_RDWR) fails (EISDIR; EACCES for users)
+    return str(root)
+
+
+class Probe:
+    def __init__(self, ok=True):
+        self.ok, self.calls = ok, 0
+
+    def __call__(self):
+        self.calls += 1
+        return (self.ok, "probe boot reached userspace in 1.0 s" if self.ok
+                else "probe boot failed (QEMU status -6: failed to set MSR 0x10a)", 1.0)
+
+
+def choose(root, tmp_path, mode=None, probe=None):
+    env = {} if mode is None else {"EMUNIC_ACCEL": mode}
+    return accel.choose(env=env, root=root, cache_path=str(tmp_path / "cache.json"),
+                        qemu=QEMU, probe=probe)
+
+
+REAL_INTEL = dict(modules=("kvm", "kvm_intel"), flags=("vmx",))
+REAL_AMD_FLAGS_ONLY = dict(modules=("kvm",), flags=("svm",))
+PVM = dict(modules=("kvm", "kvm_pvm"))
+NESTED_NO_FLAGS = dict(modules=("kvm",))
+
+
+@pytest.mark.parametrize("host", [REAL_INTEL, REAL_AMD_FLAGS_ONLY], ids=["kvm_intel+vmx", "svm-flag"])
+def test_real_kvm_is_chosen_after_a_probe_boot_then_cached(tmp_path, host):
+    root = make_root(tmp_path, **host)
+    p = Probe()
+    c = choose(root, tmp_path, probe=p)
+    assert (c.accel, c.cpu, p.calls, c.cached) == ("kvm", "host", 1, False)
+    assert c.qemu_args() == ["-accel", "kvm", "-cpu", "host"]
+    c = choose(root, tmp_path, probe=p)
+    assert (c.accel, p.calls, c.cached) == ("kvm", 1, True), "the probe runs once per host boot"
+    assert "cached" in c.reason
+
+
+@pytest.mark.parametrize("host,why", [
+    (PVM, "KVM: /dev/kvm is kvm_pvm (paravirtual), using TCG"),
+    (NESTED_NO_FLAGS, "KVM: /dev/kvm has no hardware behind it"),
+    (dict(REAL_INTEL, kvm=None), "KVM: no /dev/kvm, using TCG"),
+    (dict(REAL_INTEL, kvm="unopenable"), "KVM: /dev/kvm does not open ("),
+    (dict(modules=("kvm", "kvm_intel", "kvm_pvm"), flags=("vmx",)), "kvm_pvm (paravirtual)"),
+], ids=["pvm", "nested-without-flags", "no-dev-kvm", "dev-kvm-unopenable", "intel+pvm"])
+def test_no_evidence_means_tcg_without_a_probe(tmp_path, host, why):
+    p = Probe()
+    c = choose(make_root(tmp_path, **host), tmp_path, probe=p)
+    assert (c.accel, c.cpu, p.calls) == ("tcg", "max", 0)
+    assert c.qemu_args() == ["-accel", "tcg,thread=multi", "-cpu", "max"]
+    assert why in c.reason
+    assert c.reason.endswith(", using TCG") and "\n" not in c.reason   # one line saying why
+
+
+def test_failed_probe_means_tcg_and_says_why(tmp_path):
+    p = Probe(ok=False)
+    c = choose(make_root(tmp_path, **REAL_INTEL), tmp_path, probe=p)
+    assert c.accel == "tcg" and p.calls == 1
+    assert c.reason == "KVM: probe boot failed (QEMU status -6: failed to set MSR 0x10a), using TCG"
+    c = choose(make_root(tmp_path / "again", **REAL_INTEL), tmp_path, probe=p)
+    assert c.accel == "tcg" and p.calls == 1, "a failed probe is cached too"
+
+
+def test_forced_tcg_skips_kvm_even_where_it_works(tmp_path):
+    p = Probe()
+    c = choose(make_root(tmp_path, **REAL_INTEL), tmp_path, mode="tcg", probe=p)
+    assert (c.accel, c.reason, p.calls) == ("tcg", "EMUNIC_ACCEL=tcg", 0)
+
+
+@pytest.mark.parametrize("host,probe_ok,msg", [
+    (PVM, True, "kvm_pvm (paravirtual)"),
+    (dict(REAL_INTEL, kvm=None), True, "no /dev/kvm"),
+    (REAL_INTEL, False, "probe boot failed"),
+], ids=["pvm", "no-dev-kvm", "probe-fails"])
+def test_forced_kvm_fails_fast_where_kvm_is_unusable(tmp_path, host, probe_ok, msg):
+    with pytest.raises(accel.AccelError) as e:
+        choose(make_root(tmp_path, **host), tmp_path, mode="kvm", probe=Probe(probe_ok))
+    assert str(e.value).startswith("EMUNIC_ACCEL=kvm but KVM cannot run the guest here: ")
+    assert msg in str(e.value)
+
+
+def test_forced_kvm_where_it_works(tmp_path):
+    c = choose(make_root(tmp_path, **REAL_INTEL), tmp_path, mode="KVM", probe=Probe())
+    assert c.accel == "kvm"
+
+
+def test_bad_accel_value_is_an_error(tmp_path):
+    with pytest.raises(accel.AccelError) as e:
+        choose(make_root(tmp_path, **REAL_INTEL), tmp_path, mode="hvf", probe=Probe())
+    assert str(e.value) == "EMUNIC_ACCEL=hvf: expected one of auto, kvm, tcg"
+
+
+def test_stale_cache_from_another_boot_is_ignored(tmp_path):
+    p = Probe(ok=False)
+    choose(make_root(tmp_path / "a", **REAL_INTEL), tmp_path, probe=p)
+    assert p.calls == 1
+    with open(tmp_path / "cache.json") as f:
+        assert json.load(f)["key"]["boot_id"] == BOOT
+    # The host rebooted: the cached failure no longer applies, the probe runs again.
+    other = make_root(tmp_path / "b", boot_id="0f6a4bcb-2222-4aaa-8bbb-000000000002", **REAL_INTEL)
+    p.ok = True
+    c = choose(other, tmp_path, probe=p)
+    assert (c.accel, p.calls, c.cached) == ("kvm", 2, False)
+    with open(tmp_path / "cache.json") as f:
+        assert json.load(f)["key"]["boot_id"].endswith("0002")
+
+
+def test_cache_of_another_qemu_or_garbage_is_ignored(tmp_path):
+    root = make_root(tmp_path, **REAL_INTEL)
+    p = Probe()
+    choose(root, tmp_path, probe=p)
+    accel.choose(env={}, root=root, cache_path=str(tmp_path / "cache.json"),
+                 qemu="/bin/false", probe=p)
+    assert p.calls == 2, "a different QEMU binary is probed again"
+    (tmp_path / "cache.json").write_text("{not json")
+    choose(root, tmp_path, probe=p)
+    assert p.calls == 3
+
+
+def test_probe_boot_tells_userspace_from_a_failed_boot(tmp_path):
+    """The real probe under TCG (the only accelerator CI has): the guest's
+    /init reports userspace; a kernel that is not one does not."""
+    guestlib.build_image()
+    kernel = os.path.join(guestlib.BUILD, "vmlinuz")
+    initrd = os.path.join(guestlib.BUILD, "initramfs.cpio.gz")
+    ok, detail, secs = accel.probe_boot("qemu-system-x86_64", kernel, initrd, accel="tcg",
+                                        spawn=guestlib.spawn_owned, timeout=90)
+    assert ok, detail
+    assert detail.startswith("probe boot reached userspace in")
+    bogus = tmp_path / "vmlinuz"
+    bogus.write_bytes(b"\0" * 4096)
+    ok, detail, _ = accel.probe_boot("qemu-system-x86_64", str(bogus), initrd, accel="tcg",
+                                     spawn=guestlib.spawn_owned, timeout=30)
+    assert not ok
+    assert detail.startswith("probe boot failed (QEMU status 1")
