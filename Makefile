@@ -28,6 +28,7 @@ LDLIBS   := -lrdmacm -libverbs -luring $(PMIX_LIBS) -lpthread
 LIB_SRCS  := $(sort $(wildcard emunic/*.c emunic/*/*.c shim/*.c engines/*/*.c baseline/*.c))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(O)/obj/%.o)
 BENCH_SRCS := $(sort $(wildcard tools/bench/*.c))
+BENCH_OBJS := $(BENCH_SRCS:%.c=$(O)/obj/%.o)
 TOOLS     := $(patsubst tools/%.c,$(O)/bin/%,$(wildcard tools/*.c)) $(O)/bin/emunic-bench
 TESTBINS  := $(patsubst tests/bin/%.c,$(O)/bin/%,$(wildcard tests/bin/*.c))
 HEADERS   := $(wildcard include/*.h include/*/*.h emunic/*.h emunic/*/*.h engines/*/*.h shim/*.h baseline/*.h)
@@ -52,9 +53,13 @@ $(O)/bin/%: tools/%.c $(O)/lib/libemunic.a $(HEADERS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/lib/libemunic.a $(LDLIBS)
 
 # emunic-bench is a directory of its own, one file a subcommand.
-$(O)/bin/emunic-bench: $(BENCH_SRCS) tools/bench/bench.h $(O)/lib/libemunic.a $(HEADERS)
+$(O)/obj/tools/bench/%.o: tools/bench/%.c tools/bench/bench.h $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(BENCH_SRCS) $(O)/lib/libemunic.a $(LDLIBS)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(O)/bin/emunic-bench: $(BENCH_OBJS) $(O)/lib/libemunic.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $(BENCH_OBJS) $(O)/lib/libemunic.a $(LDLIBS)
 
 $(O)/bin/%: tests/bin/%.c $(O)/lib/libemunic.a $(HEADERS)
 	@mkdir -p $(dir $@)
