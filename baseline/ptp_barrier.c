@@ -11,7 +11,7 @@
  * Each consumed receive is reposted as its completion is polled.
  */
 #include "baseline/ptp.h"
-#include "emunic/log.h"
+#include "emunic/base/log.h"
 #include "emunic/verbs.h"
 
 #include <arpa/inet.h>

@@ -12,7 +12,7 @@
  * have completed.  A ticket is that n, with the top bit saying receive.
  */
 #include "baseline/ptp.h"
-#include "emunic/log.h"
+#include "emunic/base/log.h"
 #include "emunic/verbs.h"
 
 #include <errno.h>

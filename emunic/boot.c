@@ -7,7 +7,7 @@
  */
 #include "emunic/boot.h"
 #include "emunic/boot_wire.h"
-#include "emunic/log.h"
+#include "emunic/base/log.h"
 
 #include <errno.h>
 #include <limits.h>

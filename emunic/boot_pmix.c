@@ -5,7 +5,7 @@
  * a per-round key, a Fence that collects data, and a Get of every rank's key.
  */
 #include "emunic/boot.h"
-#include "emunic/log.h"
+#include "emunic/base/log.h"
 
 #include <errno.h>
 #include <stdio.h>

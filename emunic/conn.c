@@ -6,7 +6,7 @@
  * rnr_retry and the ACK timeout are the mesh's own.
  */
 #include "emunic/verbs.h"
-#include "emunic/log.h"
+#include "emunic/base/log.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Choosing and opening the verbs device, port and GID a rank uses. */
 #include "emunic/verbs.h"
-#include "emunic/log.h"
+#include "emunic/base/log.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -77,6 +77,24 @@ int emunic_dev_rank(const struct emunic_dev *dev);
 int emunic_dev_size(const struct emunic_dev *dev);
 const char *emunic_dev_name(const struct emunic_dev *dev);
 enum emunic_idle emunic_dev_idle(const struct emunic_dev *dev);
+
+/*
+ * What the engine did, for benchmarks and diagnosis: who ran its passes,
+ * why the core thread woke, how often a wait had to sleep.  Counts since
+ * open; read them racily (they are statistics, not state).
+ */
+struct emunic_dev_stats {
+	uint64_t passes;		/* engine passes, by anyone */
+	uint64_t core_passes;		/* ... by the core thread */
+	uint64_t core_wakes;		/* times the core thread woke from sleep */
+	uint64_t wake_cq, wake_cm, wake_doorbell, wake_timer;	/* ... because of */
+	uint64_t arms;			/* completion events asked for */
+	uint64_t timer_sets;		/* hand-over timer changes */
+	uint64_t waits;			/* bounded waits */
+	uint64_t wait_sleeps;		/* ... that slept (assisting did not finish them) */
+	int realtime;			/* the core thread runs at real-time priority */
+};
+int emunic_dev_stats(struct emunic_dev *dev, struct emunic_dev_stats *out);
 /* Out-of-band exchange among the device's ranks (through its boot channel),
  * for engines that must swap addresses and keys: collective. */
 int emunic_dev_allgather(struct emunic_dev *dev, const void *in, size_t len, void *out);

@@ -40,7 +40,9 @@ def call_graph(objdir):
         for n in names:
             if n.endswith(".o"):
                 p = os.path.join(d, n)
-                files[os.path.relpath(p, objdir)[:-2] + ".c"] = nm(p)
+                src = os.path.relpath(p, objdir)[:-2] + ".c"
+                if os.path.exists(os.path.join(ROOT, src)):   # not a stale object
+                    files[src] = nm(p)
     owner = {}
     for f, (defs, _) in files.items():
         for s in defs:

@@ -11,7 +11,7 @@ pkgs=(
   libpmix-dev openmpi-bin         # PMIx bootstrap, and a PMIx launcher to test it
   iproute2 kmod                   # `rdma link`, modinfo (guest image)
   qemu-system-x86 busybox-static cpio  # the test guest
-  python3-pytest valgrind         # the suite
+  python3-pytest valgrind         # the suite (and valgrind.h, for the core sleeping under it)
 )
 missing=()
 for p in "${pkgs[@]}"; do

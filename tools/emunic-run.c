@@ -12,7 +12,7 @@
  * device's hardware counters (--counters), undoing netem on every way out.
  */
 #include "emunic/boot_wire.h"
-#include "emunic/fault.h"
+#include <emunic/fault.h>
 #include "emunic/verbs.h"
 
 #include <dirent.h>

@@ -35,29 +35,18 @@ struct emunic_fault_spec {
 	struct fault_rule r[EMUNIC_FAULT_MAX_RULES];
 };
 
-/* Per QP state of the rules (in struct emunic_qp). */
+/* Per QP state of the rules (qp->flt, made when a rule first looks at it). */
 struct fault_qp {
 	uint64_t recvs;			/* receives handed to verbs */
 	uint64_t arrivals;		/* messages that consumed one */
 	uint64_t held_since_ns;		/* rnr: first receive held back (max: released) */
-	unsigned owed;			/* triggered QPs: receives to post once released */
+	uint64_t release_ns;		/* rnr with hold: when the hold ends (0: none) */
 	bool failed;			/* a retry rule failed it */
 };
 
-/* inject.c, on the progress core. */
-/* QP transport settings the rules ask for (QPs to an rnr/retry target). */
-void emunic_fault_qp_opts(struct emunic_dev *d, const struct emunic_qp *qp, struct emunic_qp_opts *o);
-/* May the core hand one more receive to verbs on qp?  Counts it if so. */
-bool emunic_fault_recv_ok(struct emunic_dev *d, struct emunic_qp *qp);
-/* The QP is up (retry rules with after=0 act now): true if a rule reset it now. */
-bool emunic_fault_qp_up(struct emunic_dev *d, struct emunic_qp *qp);
-/* A message consumed a receive on qp (retry rules count these). */
-void emunic_fault_arrival(struct emunic_dev *d, struct emunic_qp *qp);
-/* A verbs completion of work request op on qp: may turn it into an error. */
-void emunic_fault_wc(struct emunic_dev *d, struct emunic_qp *qp, struct ibv_wc *wc, int op);
-/* The spec for a device from its attr or $EMUNIC_FAULTS: 0, or -EINVAL after
- * printing where it is wrong. */
-int emunic_fault_open(struct emunic_dev *d, const char *spec);
-void emunic_fault_close(struct emunic_dev *d);
+/* inject.c: parses the spec for a device ($EMUNIC_FAULTS or its attr) and,
+ * when it has rules, installs the hooks (nic.h) and a unit that lets held
+ * receives go on time.  0, or -EINVAL after printing where it is wrong. */
+int emunic_fault_unit_init(struct emunic_dev *d, const char *spec);
 
 #endif

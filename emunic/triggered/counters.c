@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Counters (CT): the app allocates, reads and waits on them; only the
- * progress core changes them (emunic_ct_set/inc are requests to the core, so
- * a trigger they satisfy fires on the core, in order with earlier posts).
+ * engine changes them (emunic_ct_set/inc are ops, so a trigger they satisfy
+ * fires in the engine, in order with earlier posts).  Each counter has its
+ * own wait word: a change wakes only the threads waiting on that counter.
  */
 #include "emunic/triggered/trig.h"
-#include "emunic/log.h"
+#include "emunic/base/log.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -20,8 +21,8 @@ int emunic_ct_alloc(struct emunic_dev *d, struct emunic_ct **out)
 	ct = calloc(1, sizeof(*ct));
 	if (!ct)
 		return -ENOMEM;
-	emunic_obj_init(&ct->o, d, OBJ_CT);
-	r = emunic_obj_create(&ct->o);
+	nic_obj_init(&ct->o, d, OBJ_CT);
+	r = nic_obj_create(&ct->o);
 	if (r) {
 		free(ct);
 		return r;
@@ -32,12 +33,12 @@ int emunic_ct_alloc(struct emunic_dev *d, struct emunic_ct **out)
 
 int emunic_ct_free(struct emunic_ct *ct)
 {
-	return emunic_obj_destroy(ct ? &ct->o : NULL, "ct");
+	return nic_obj_destroy(ct ? &ct->o : NULL, "ct");
 }
 
 static bool live(const struct emunic_ct *ct)
 {
-	return emunic_obj_alive(NULL, ct ? &ct->o : NULL, OBJ_CT);
+	return nic_obj_alive(NULL, ct ? &ct->o : NULL, OBJ_CT);
 }
 
 static struct emunic_ct_val value(const struct emunic_ct *ct)
@@ -75,51 +76,50 @@ static bool met(struct emunic_ct_val v, uint64_t test)
 	return v.success + v.failure >= test || v.failure > 0;
 }
 
-/* Rechecked after announcing the wait: a change made before the core saw
- * the waiter did not wake anyone. */
-static bool any_met(struct emunic_ct *const *cts, const uint64_t *tests, unsigned n)
+struct ct_waiting {
+	struct emunic_ct *const *cts;
+	const uint64_t *tests;
+	unsigned n;
+};
+
+static bool any_met(void *arg)
 {
-	for (unsigned i = 0; i < n; i++)
-		if (met(value(cts[i]), tests[i]) || atomic_load(&cts[i]->o.dead))
+	const struct ct_waiting *w = arg;
+
+	for (unsigned i = 0; i < w->n; i++)
+		if (met(value(w->cts[i]), w->tests[i]) || atomic_load(&w->cts[i]->o.dead))
 			return true;
 	return false;
 }
 
+#define CT_POLL_MAX 128		/* counters one poll sleeps on */
+
 int emunic_ct_poll(struct emunic_ct *const *cts, const uint64_t *tests, unsigned n, struct emunic_ct_val *out,
 		   int timeout_ms)
 {
-	struct timespec t0 = { 0, 0 };
-	struct emunic_dev *d;
+	struct emunic_word *w[CT_POLL_MAX];
+	struct ct_waiting cw = { cts, tests, n };
+	int r;
 
 	if (!cts || !tests || !out || n == 0)
 		return emunic_err(-EINVAL, "ct_poll: no counters");
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
 		if (!live(cts[i]) || cts[i]->o.dev != cts[0]->o.dev)
 			return emunic_err(-EINVAL, "ct_poll: counter %u is not a live counter of the device", i);
-	d = cts[0]->o.dev;
-	emunic_elapsed_ms(&t0);
-	for (;;) {
-		uint32_t seq = atomic_load_explicit(&d->ct_seq, memory_order_acquire);
-		long left;
-
-		for (unsigned i = 0; i < n; i++) {
-			if (atomic_load(&cts[i]->o.dead))
-				return -ECANCELED;	/* freed while we waited */
-			*out = value(cts[i]);
-			if (met(*out, tests[i]))
-				return (int)i;
-		}
-		left = timeout_ms < 0 ? 50 : timeout_ms - emunic_elapsed_ms(&t0);
-		if (left <= 0)
-			return -ETIMEDOUT;
-		/* Only changes to counters someone waits on wake the futex. */
-		for (unsigned i = 0; i < n; i++)
-			atomic_fetch_add(&cts[i]->waiters, 1);
-		if (seq == atomic_load_explicit(&d->ct_seq, memory_order_acquire) && !any_met(cts, tests, n))
-			emunic_futex_wait(&d->ct_seq, seq, left < 50 ? left : 50);
-		for (unsigned i = 0; i < n; i++)
-			atomic_fetch_sub(&cts[i]->waiters, 1);
+		if (i < CT_POLL_MAX)
+			w[i] = &cts[i]->word;
 	}
+	r = any_met(&cw) ? 0 : nic_wait(cts[0]->o.dev, w, n < CT_POLL_MAX ? n : CT_POLL_MAX, any_met, &cw, timeout_ms);
+	if (r)
+		return r;
+	for (unsigned i = 0; i < n; i++) {
+		if (atomic_load(&cts[i]->o.dead))
+			return -ECANCELED;	/* freed while we waited */
+		*out = value(cts[i]);
+		if (met(*out, tests[i]))
+			return (int)i;
+	}
+	return -ETIMEDOUT;
 }
 
 int emunic_ct_wait(struct emunic_ct *ct, uint64_t test, struct emunic_ct_val *out, int timeout_ms)
@@ -130,37 +130,34 @@ int emunic_ct_wait(struct emunic_ct *ct, uint64_t test, struct emunic_ct_val *ou
 	return r < 0 ? r : 0;
 }
 
-/* ---- the core's side ---------------------------------------------------------- */
+/* ---- the engine's side ----------------------------------------------------------- */
 
-static void changed(struct emunic_dev *d, struct emunic_ct *ct)
+/* A counter that moved: settling (settle.c) walks its pending list. */
+void trig_ct_changed(struct emunic_dev *d, struct emunic_ct *ct)
 {
-	if (!ct->dirty) {
-		ct->dirty = true;
-		ct->dirty_next = d->dirty;
-		d->dirty = ct;
-	}
-	/* Pairs with the waiter's increment before its last look (Dekker). */
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load(&ct->waiters)) {
-		atomic_fetch_add_explicit(&d->ct_seq, 1, memory_order_seq_cst);
-		emunic_futex_wake(&d->ct_seq);
-	}
+	if (ct->dirty)
+		return;
+	ct->dirty = true;
+	ct->dirty_next = d->trig->dirty;
+	d->trig->dirty = ct;
 }
 
-void emunic_ct_add(struct emunic_dev *d, struct emunic_ct *ct, uint64_t success, uint64_t failure)
+void trig_ct_add(struct emunic_dev *d, struct emunic_ct *ct, uint64_t success, uint64_t failure)
 {
 	if (!ct || atomic_load_explicit(&ct->o.gone, memory_order_relaxed))
 		return;
 	atomic_fetch_add_explicit(&ct->success, success, memory_order_release);
 	atomic_fetch_add_explicit(&ct->failure, failure, memory_order_release);
-	changed(d, ct);
+	trig_ct_changed(d, ct);
+	emunic_word_bump(&ct->word);
 }
 
-void emunic_ct_store(struct emunic_dev *d, struct emunic_ct *ct, struct emunic_ct_val v)
+void trig_ct_store(struct emunic_dev *d, struct emunic_ct *ct, struct emunic_ct_val v)
 {
 	if (!ct || atomic_load_explicit(&ct->o.gone, memory_order_relaxed))
 		return;
 	atomic_store_explicit(&ct->success, v.success, memory_order_release);
 	atomic_store_explicit(&ct->failure, v.failure, memory_order_release);
-	changed(d, ct);
+	trig_ct_changed(d, ct);
+	emunic_word_bump(&ct->word);
 }

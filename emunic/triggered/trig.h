@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private to the progress core: counters, list entries, event queues and
- * posted operations of emunic/triggered.h.  App threads read counters and
- * take events; everything marked "core" is the progress thread's alone.
+ * Private to emunic/triggered: counters, list entries, event queues and
+ * posted operations of emunic/triggered.h.  The rules are in settle.c (when
+ * an op fires) and ops.c (what a fired op does).  App threads write an op
+ * into a slot and name it by index in the ring; objects it names travel as
+ * handles, resolved by the engine when the op runs.
  */
 #ifndef EMUNIC_TRIG_H
 #define EMUNIC_TRIG_H
@@ -13,9 +15,9 @@
 
 #include <emunic.h>
 
-#include "emunic/core/core.h"
+#include "emunic/nic/nic.h"
 
-/* Write-with-immediate between progress cores: kind, list entry, offset. */
+/* Write-with-immediate between engines: kind, list entry, offset. */
 #define IMM_KIND_SHIFT 30
 #define IMM_ID_SHIFT 16
 #define IMM_ID_MAX 0x3fff
@@ -24,29 +26,37 @@ enum imm_kind { IMM_PUT = 1, IMM_GET = 2, IMM_ATOMIC = 3 };
 
 enum trig_stage {
 	STAGE_OP = 0,		/* the op itself */
-	STAGE_NOTIFY,		/* after a get/atomic: tell the target's core */
+	STAGE_NOTIFY,		/* after a get/atomic: tell the target's engine */
 };
 
-/* One posted operation, triggered or not; freed by the core when done. */
+/* One posted operation, triggered or not, in its slot. */
 struct trig {
-	struct emunic_op op;	/* copied at post: arguments are fixed */
-	uint32_t lkey;		/* of op.mr, taken at post */
-	struct emunic_ct *on;	/* NULL: run at once */
+	uint32_t id;		/* its slot: what the ring carries */
+	uint8_t kind;		/* enum emunic_op_kind */
+	uint8_t stage;		/* enum trig_stage */
+	int peer;		/* its QP's, for events and the trace */
+	/* handles (0: none) */
+	uint32_t qp, ct, eq, ct_target, on;
+	/* arguments, copied at post */
+	uint64_t addr, len, offset, add, user;
+	uint32_t lkey;
+	struct emunic_target target;
+	struct emunic_ct_val ct_value;
 	uint64_t threshold;
-	enum trig_stage stage;
-	int status;		/* sink-delayed completions: the result */
-	uint64_t byte_len;
+	/* engine */
+	int status;		/* a deferred finish's result */
 	uint64_t issue_ns;	/* handed to verbs */
 	uint64_t due_ns;	/* sink-delayed: when the data has drained */
-	struct trig *next;	/* core: pending list, QP backlog or sink queue */
+	struct trig *next;	/* pending list, sink queue, deferred list, free list */
 };
 
 struct emunic_ct {
 	struct obj o;
 	_Atomic uint64_t success, failure;
-	_Atomic int waiters;	/* app threads in ct_wait/ct_poll on it */
-	struct trig *pending;	/* core: by threshold, ties in posting order */
-	struct emunic_ct *dirty_next;	/* core: changed since its triggers were checked */
+	struct emunic_word word;	/* bumped when it changes */
+	/* engine */
+	struct trig *pending;		/* by threshold, ties in posting order */
+	struct emunic_ct *dirty_next;	/* changed since its triggers were checked */
 	bool dirty;
 };
 
@@ -54,10 +64,12 @@ struct emunic_eq {
 	struct obj o;
 	emunic_eq_handler handler;
 	void *arg;
-	struct emunic_ring ev;	/* core -> app */
-	_Atomic uint32_t seq;	/* futex word */
-	_Atomic int waiters;
+	struct emunic_ring ev;		/* engine -> app; for a handler: events it has yet to see */
+	struct emunic_word word;
 	_Atomic uint64_t dropped;
+	/* engine */
+	bool deferred;			/* handler events wait in ev for a thread that may run it */
+	struct emunic_eq *deferred_next;
 };
 
 struct emunic_le {
@@ -67,38 +79,73 @@ struct emunic_le {
 	uint32_t rkey;
 };
 
-/* Core hooks, called from the loop (progress.c), the verbs poll (exec.c) and
- * object release (objects.c). */
-void emunic_trig_cmd(struct emunic_dev *d, struct trig *x);
-int emunic_trig_run(struct emunic_dev *d);
-/* Nanoseconds until the slow sink releases a completion (UINT64_MAX: none held). */
-uint64_t emunic_trig_next_due_ns(struct emunic_dev *d);
-void emunic_trig_task_done(struct emunic_dev *d, struct emunic_qp *qp, struct trig *x, int status,
-			   uint64_t byte_len);
-void emunic_trig_arrival(struct emunic_dev *d, struct emunic_qp *qp, const struct ibv_wc *wc);
-/* Receives for arrivals, posted once the QP is in INIT: 0 or -errno. */
-int emunic_trig_qp_init(struct emunic_dev *d, struct emunic_qp *qp);
-/* Posts the receives an rnr fault rule held back (emunic/fault). */
-void emunic_trig_post_owed(struct emunic_dev *d, struct emunic_qp *qp);
-void emunic_trig_release(struct emunic_dev *d, struct obj *o);
-void emunic_trig_cancel_all(struct emunic_dev *d);
+#define TRIG_SLAB 1024u			/* slots a chunk */
+#define TRIG_CHUNKS 4096u
 
-/* fire.c / wire.c: an op fired; an op done (its counter, event, notify). */
-void emunic_trig_fire(struct emunic_dev *d, struct trig *x);
-void emunic_trig_finish(struct emunic_dev *d, struct trig *x, int status);
-void emunic_trig_ct_release(struct emunic_dev *d, struct emunic_ct *ct, bool closing);
-int emunic_trig_backlog_run(struct emunic_dev *d);
-int emunic_trig_sink_run(struct emunic_dev *d);
+/* The unit's per-device state. */
+struct trig_dev {
+	/* app side */
+	unsigned max;			/* triggers pending at once */
+	_Atomic unsigned used;		/* app reserves at post; the engine frees at fire */
+	struct trig *_Atomic chunk[TRIG_CHUNKS];	/* slots */
+	uint32_t chunks;		/* app (post_lock): chunks made */
+	struct trig *app_free;		/* app (post_lock): free slots */
+	struct trig *_Atomic eng_free;	/* engine -> app: slots freed since */
+	struct emunic_le *_Atomic *les;	/* by list entry id (app sets under post_lock) */
+	uint16_t le_next;		/* app: where the next id search starts */
+	/* engine */
+	struct emunic_ct *dirty;	/* counters whose triggers need a look */
+	struct trig *deferred, *deferred_tail;	/* finishes that must run a handler */
+	struct emunic_eq *handler_eqs;	/* EQs with handler events waiting */
+	uint64_t sink_bps;		/* 0 = unthrottled */
+	uint64_t sink_free_ns;		/* when the sink drains what it has */
+	struct trig *sink, *sink_tail;	/* completions held by the sink */
+	unsigned triggered_qps;		/* TRIGGERED QPs linked: arrivals may come */
+	/* trace */
+	struct emunic_ring trace;	/* engine -> app, when started */
+	_Atomic bool tracing;
+	_Atomic uint64_t trace_dropped;
+	pthread_mutex_t trace_lock;	/* app: one reader */
+};
 
-/* counters.c: the core's changes to a counter (wake waiters, mark dirty). */
-void emunic_ct_add(struct emunic_dev *d, struct emunic_ct *ct, uint64_t success, uint64_t failure);
-void emunic_ct_store(struct emunic_dev *d, struct emunic_ct *ct, struct emunic_ct_val v);
+/* post.c: slots */
+struct trig *trig_slot(struct emunic_dev *d, uint32_t id);
+void trig_put(struct emunic_dev *d, struct trig *x);		/* engine: free a slot */
+void trig_slots_fini(struct emunic_dev *d);
+
+/* settle.c: pending lists, firing */
+void trig_on_cmd(struct emunic_dev *d, const struct nic_cmd *c);
+int trig_settle(struct emunic_dev *d);
+void trig_ct_release(struct emunic_dev *d, struct emunic_ct *ct, bool closing);
+
+/* ops.c: what a fired op does */
+void trig_fire(struct emunic_dev *d, struct trig *x);
+void trig_finish(struct emunic_dev *d, struct trig *x, int status);
+int trig_run_deferred(struct emunic_dev *d);
+
+/* target.c: arrivals on TRIGGERED QPs */
+void trig_arrival(struct emunic_dev *d, struct emunic_qp *qp, const struct ibv_wc *wc);
+
+/* sink.c: the slow receiver */
+void trig_sink_hold(struct emunic_dev *d, struct trig *x);
+struct trig *trig_sink_pop(struct emunic_dev *d, uint64_t now);
+uint64_t trig_sink_due(struct emunic_dev *d);
+
+/* counters.c: the engine's changes to a counter (marked dirty for settle.c) */
+void trig_ct_changed(struct emunic_dev *d, struct emunic_ct *ct);
+void trig_ct_add(struct emunic_dev *d, struct emunic_ct *ct, uint64_t success, uint64_t failure);
+void trig_ct_store(struct emunic_dev *d, struct emunic_ct *ct, struct emunic_ct_val v);
+
 /* events.c */
-void emunic_eq_push(struct emunic_eq *eq, const struct emunic_event *ev);
-/* wire.c: a triggered op went to verbs (trace, sink clock). */
-void emunic_trig_issued(struct emunic_dev *d, struct trig *x);
+void trig_eq_push(struct emunic_dev *d, struct emunic_eq *eq, const struct emunic_event *ev);
+int trig_eq_run_handlers(struct emunic_dev *d);
+/* The EQ's events go to a handler this thread may not run now. */
+bool trig_eq_defers(const struct emunic_eq *eq);
+
 /* trace.c */
-void emunic_trace_rec(struct emunic_dev *d, uint32_t what, const struct trig *x, int status);
-uint64_t emunic_now_ns(void);
+void trig_trace(struct emunic_dev *d, uint32_t what, const struct trig *x, int status);
+
+/* unit.c */
+int emunic_trig_unit_init(struct emunic_dev *d);
 
 #endif

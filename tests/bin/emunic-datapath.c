@@ -6,7 +6,7 @@
  * test of the verbs layer; --corrupt proves the verification can fail.
  */
 #include "emunic/verbs.h"
-#include "emunic/log.h"
+#include "emunic/base/log.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

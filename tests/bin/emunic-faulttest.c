@@ -21,8 +21,8 @@
  * not touch the rest).
  */
 #include "emunic.h"
-#include "emunic/coll.h"
-#include "emunic/rndv.h"
+#include <emunic/coll.h>
+#include <emunic/rndv.h>
 
 #include <errno.h>
 #include <stdbool.h>

@@ -7,7 +7,7 @@
  * matched the wrong message or lost a chunk is caught byte by byte.
  */
 #include "emunic.h"
-#include "emunic/rndv.h"
+#include <emunic/rndv.h>
 
 #include <errno.h>
 #include <getopt.h>

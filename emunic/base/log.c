@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "emunic/log.h"
+#include "emunic/base/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -5,8 +5,8 @@
  * io_uring's shared rings).  Several app threads share a producer side by
  * holding the device's post lock; the progress core is the one consumer.
  */
-#ifndef EMUNIC_CORE_RING_H
-#define EMUNIC_CORE_RING_H
+#ifndef EMUNIC_BASE_RING_H
+#define EMUNIC_BASE_RING_H
 
 #include <stdatomic.h>
 #include <stdbool.h>

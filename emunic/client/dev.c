@@ -1,14 +1,22 @@
 /* SPDX-License-Identifier: MIT */
-/* Opening and closing a device and its progress core. */
-#include "emunic/core/core.h"
+/*
+ * Opening and closing a device: the verbs context, the engine with its
+ * units (faults, connections, management queues, triggered ops), and the
+ * core thread.  The only file that names every unit.
+ */
+#include "emunic/nic/nic.h"
+#include "emunic/nic/unit.h"
+#include "emunic/mq/mq.h"
 #include "emunic/triggered/trig.h"
-#include "emunic/log.h"
+#include "emunic/cm/cm.h"
+#include "emunic/fault/fault.h"
+#include "emunic/base/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #define VCQ_DEPTH 16384
@@ -26,14 +34,19 @@ static int env_int(const char *name, int dflt)
 }
 
 /* EMUNIC_CPU is one CPU or a comma list; local rank i takes the i-th
- * (cycling), so ranks on one node pin their progress cores apart. */
+ * (cycling), so ranks on one node pin their cores apart.  Without it the
+ * core is pinned only where a CPU is free for it: with at least two CPUs a
+ * local rank, local rank i's core takes CPU (n - 1 - i). */
 static int pick_cpu(void)
 {
 	const char *s = getenv("EMUNIC_CPU");
-	int local = env_int("EMUNIC_LOCAL_RANK", 0), n = 0, cpus[256];
+	int local = env_int("EMUNIC_LOCAL_RANK", 0), nlocal = env_int("EMUNIC_LOCAL_SIZE", 1), n = 0, cpus[256];
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
 	char *end;
 
-	while (s && *s && n < 256) {
+	if (!s || !*s)
+		return online >= 2L * nlocal ? (int)(online - 1 - local) : -1;
+	while (*s && n < 256) {
 		long v = strtol(s, &end, 10);
 
 		if (end == s || v < 0) {
@@ -48,23 +61,19 @@ static int pick_cpu(void)
 	return n ? cpus[local % n] : -1;
 }
 
-/* Spin only when every local rank can have a core for itself and one for
- * its progress core; otherwise spinning cores steal from the app. */
+/* One idle policy: event-driven (a short spin, then sleep).  Pure spinning
+ * stays as an explicit choice (a dedicated core, a benchmark). */
 static enum emunic_idle pick_idle(enum emunic_idle want)
 {
 	const char *s = getenv("EMUNIC_IDLE");
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	int local = env_int("EMUNIC_LOCAL_SIZE", 1);
 
 	if (want != EMUNIC_IDLE_DEFAULT)
 		return want;
 	if (s && !strcmp(s, "spin"))
 		return EMUNIC_IDLE_SPIN;
-	if (s && !strcmp(s, "sleep"))
-		return EMUNIC_IDLE_SLEEP;
-	if (s && *s)
-		emunic_info("EMUNIC_IDLE=%s is not spin or sleep; choosing by CPU count", s);
-	return cpus >= 2L * local ? EMUNIC_IDLE_SPIN : EMUNIC_IDLE_SLEEP;
+	if (s && *s && strcmp(s, "sleep"))
+		emunic_info("EMUNIC_IDLE=%s is not spin or sleep; the core sleeps when idle", s);
+	return EMUNIC_IDLE_SLEEP;
 }
 
 static int open_verbs(struct emunic_dev *d)
@@ -80,47 +89,39 @@ static int open_verbs(struct emunic_dev *d)
 	d->vcq = ibv_create_cq(d->v->ctx, VCQ_DEPTH, NULL, d->chan, 0);
 	if (!d->vcq)
 		return emunic_err(-errno, "device %s: ibv_create_cq(%d) failed", d->v->name, VCQ_DEPTH);
-	d->doorbell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (d->doorbell < 0)
-		return -errno;
-	return emunic_cm_listen(d);
-}
-
-static void free_objs(struct emunic_dev *d)
-{
-	while (d->objs) {
-		struct obj *o = d->objs;
-
-		emunic_obj_release(d, o);	/* unlinks it */
-		emunic_obj_free(o);		/* the app's handles die with the device */
-	}
-	while (d->graveyard) {
-		struct obj *o = d->graveyard;
-
-		d->graveyard = o->grave;
-		emunic_obj_free(o);
-	}
+	return 0;
 }
 
 static void dev_free(struct emunic_dev *d)
 {
-	free_objs(d);
-	emunic_fault_close(d);
-	emunic_cm_fini(d);
-	emunic_idle_fini(d);
+	nic_core_stop(d);
+	nic_free_objs(d);
+	for (unsigned i = d->nunits; i-- > 0;)
+		if (d->unit[i]->fini)
+			d->unit[i]->fini(d);
+	cm_fini(d);		/* a failed open may not have registered it */
 	if (d->vcq)
 		ibv_destroy_cq(d->vcq);
 	if (d->chan)
 		ibv_destroy_comp_channel(d->chan);
-	if (d->doorbell > 0)
-		close(d->doorbell);
 	emunic_vdev_close(d->v);
 	emunic_ring_fini(&d->cmd);
-	emunic_ring_fini(&d->trace);
+	nic_objtab_fini(&d->tab);
 	free(d->qp_seq);
 	pthread_mutex_destroy(&d->post_lock);
-	pthread_mutex_destroy(&d->trace_lock);
+	pthread_mutex_destroy(&d->notice_lock);
 	free(d);
+}
+
+static int open_units(struct emunic_dev *d)
+{
+	int r = emunic_fault_unit_init(d, d->attr.faults);
+
+	r = r ? r : open_verbs(d);
+	r = r ? r : emunic_cm_unit_init(d);
+	r = r ? r : emunic_mq_unit_init(d);
+	r = r ? r : emunic_trig_unit_init(d);
+	return r ? r : nic_core_start(d);
 }
 
 int emunic_dev_open(struct emunic_boot *boot, const struct emunic_dev_attr *attr, struct emunic_dev **out)
@@ -134,8 +135,9 @@ int emunic_dev_open(struct emunic_boot *boot, const struct emunic_dev_attr *attr
 	if (!d)
 		return -ENOMEM;
 	pthread_mutex_init(&d->post_lock, NULL);
-	pthread_mutex_init(&d->trace_lock, NULL);
-	d->doorbell = -1;
+	pthread_mutex_init(&d->notice_lock, NULL);
+	nic_objtab_init(&d->tab);
+	d->doorbell = d->wake_timer = d->cm_fd = -1;
 	d->boot = boot;
 	d->rank = emunic_boot_rank(boot);
 	d->size = emunic_boot_size(boot);
@@ -148,24 +150,18 @@ int emunic_dev_open(struct emunic_boot *boot, const struct emunic_dev_attr *attr
 	if (!d->attr.connect_timeout_ms)
 		d->attr.connect_timeout_ms = 30000;
 	d->idle = pick_idle(d->attr.idle);
-	d->trig_max = d->attr.trig_entries ? d->attr.trig_entries : 4096;
 	if (!d->attr.sink_mbps)
 		d->attr.sink_mbps = (unsigned)env_int("EMUNIC_SINK_MBPS", 0);
-	d->sink_bps = (uint64_t)d->attr.sink_mbps * 1000000;
 	d->qp_seq = calloc((size_t)d->size, sizeof(int));
 	if (!d->qp_seq || emunic_ring_init(&d->cmd, d->attr.ring_entries ? d->attr.ring_entries : 4096,
-					   sizeof(struct cmd))) {
+					   sizeof(struct nic_cmd))) {
 		dev_free(d);
 		return -ENOMEM;
 	}
-	r = emunic_fault_open(d, d->attr.faults);
-	if (!r)
-		r = open_verbs(d);
-	if (!r && d->idle == EMUNIC_IDLE_SLEEP)
-		r = emunic_idle_init(d);
-	if (!r && (r = -pthread_create(&d->thread, NULL, emunic_core_main, d)))
-		emunic_err(r, "cannot start the progress core thread");
+	nic_objs_init(d);
+	r = open_units(d);
 	if (r) {
+		nic_notices_flush(d);
 		dev_free(d);
 		return r;
 	}
@@ -177,12 +173,29 @@ int emunic_dev_open(struct emunic_boot *boot, const struct emunic_dev_attr *attr
 
 int emunic_dev_close(struct emunic_dev *d)
 {
+	bool handlers = nic_handlers_ok();
+
 	if (!d)
 		return -EINVAL;
 	atomic_store(&d->stop, true);
-	atomic_store(&d->sleeping, true);	/* make the doorbell ring */
-	emunic_core_doorbell(d);
-	pthread_join(d->thread, NULL);
+	nic_core_stop(d);
+	/* Closing: take what was posted, then fail what cannot finish. */
+	while (!nic_own(d))
+		sched_yield();
+	nic_set_handlers_ok(true);
+	nic_pass(d);
+	for (struct obj *o = d->objs[OBJ_QP]; o; o = o->next) {
+		struct emunic_qp *qp = (struct emunic_qp *)o;
+		uint64_t n = nic_qp_cancel(qp);
+
+		if (n)
+			nic_notice(d, "device %s closing: peer %d qp %u: %llu unfinished work request(s) canceled",
+				   d->v->name, qp->peer, atomic_load(&qp->qpn), (unsigned long long)n);
+	}
+	nic_cancel_all(d);
+	nic_unown(d);
+	nic_set_handlers_ok(handlers);
+	nic_notices_flush(d);
 	dev_free(d);
 	return 0;
 }
@@ -192,6 +205,14 @@ int emunic_dev_size(const struct emunic_dev *d) { return d->size; }
 const char *emunic_dev_name(const struct emunic_dev *d) { return d->v->name; }
 enum emunic_idle emunic_dev_idle(const struct emunic_dev *d) { return d->idle; }
 
+int emunic_dev_stats(struct emunic_dev *d, struct emunic_dev_stats *out)
+{
+	if (!d || !out)
+		return -EINVAL;
+	*out = d->st;
+	return 0;
+}
+
 int emunic_dev_allgather(struct emunic_dev *d, const void *in, size_t len, void *out)
 {
 	return d ? emunic_boot_allgather(d->boot, in, len, out) : -EINVAL;
@@ -200,25 +221,4 @@ int emunic_dev_allgather(struct emunic_dev *d, const void *in, size_t len, void 
 int emunic_dev_barrier(struct emunic_dev *d)
 {
 	return d ? emunic_boot_barrier(d->boot) : -EINVAL;
-}
-
-const char *emunic_wc_status_str(int status)
-{
-	switch (status) {
-	case EMUNIC_WC_CANCELED: return "canceled (device closed)";
-	case EMUNIC_WC_TIMEOUT: return "timed out";
-	default: return ibv_wc_status_str((enum ibv_wc_status)status);
-	}
-}
-
-const char *emunic_task_op_str(int op)
-{
-	static const char *const names[] = {
-		[EMUNIC_TASK_SEND] = "SEND", [EMUNIC_TASK_RECV] = "RECV", [EMUNIC_TASK_WRITE] = "WRITE",
-		[EMUNIC_TASK_WRITE_IMM] = "WRITE_IMM", [EMUNIC_TASK_READ] = "READ",
-		[EMUNIC_TASK_FETCH_ADD] = "FETCH_ADD", [EMUNIC_TASK_WAIT] = "WAIT",
-		[EMUNIC_TASK_SEND_EN] = "SEND_EN", [EMUNIC_TASK_RECV_EN] = "RECV_EN",
-	};
-
-	return op > 0 && op <= EMUNIC_TASK_RECV_EN ? names[op] : "UNKNOWN";
 }

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The leaf helpers every part of the emulated NIC shares: the one clock,
+ * futex waits, and wait words.  Nothing here knows about devices.
+ */
+#ifndef EMUNIC_BASE_H
+#define EMUNIC_BASE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* CLOCK_MONOTONIC in nanoseconds: the one clock of emunic. */
+uint64_t emunic_now_ns(void);
+#define EMUNIC_NS_PER_MS 1000000ull
+
+/*
+ * A wait word: a sequence number bumped when what it guards changes, and a
+ * count of threads sleeping on it, so a change wakes only those (and costs
+ * no syscall when nobody sleeps).  Every object an app thread waits on (an
+ * MQ, a counter, an event queue, a request) has its own.
+ */
+struct emunic_word {
+	_Atomic uint32_t seq;
+	_Atomic uint32_t sleepers;
+};
+
+static inline uint32_t emunic_word_seq(struct emunic_word *w)
+{
+	return atomic_load_explicit(&w->seq, memory_order_acquire);
+}
+/* Something changed: bump, and wake the sleepers if there are any. */
+void emunic_word_bump(struct emunic_word *w);
+/* Sleeps while the word still reads seq, at most ns (0: do not sleep).
+ * Returns at once if it moved in between.  The caller rechecks. */
+void emunic_word_sleep(struct emunic_word *w, uint32_t seq, uint64_t ns);
+/* The same on n words at once (futex_waitv where the kernel has it, else
+ * a 1 ms slice on the first). */
+void emunic_word_sleep_any(struct emunic_word *const *w, const uint32_t *seq, unsigned n, uint64_t ns);
+
+#endif

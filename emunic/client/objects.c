@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * QPs and memory regions as the application sees them.  A QP is made here,
+ * published to the engine (which connects it, cm/), and read through its
+ * status words; a region is registered directly with verbs.
+ */
+#include "emunic/nic/nic.h"
+#include "emunic/base/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- memory ------------------------------------------------------------------- */
+
+int emunic_mr_reg(struct emunic_dev *d, void *addr, size_t len, struct emunic_mr **out)
+{
+	struct emunic_mr *m;
+
+	if (!d || !out || (!addr && len))
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	nic_obj_init(&m->o, d, OBJ_MR);
+	m->mr = ibv_reg_mr(d->v->pd, addr, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	if (!m->mr) {
+		int e = errno;
+
+		free(m);
+		return emunic_err(-e, "ibv_reg_mr of %zu bytes failed (%s)", len, strerror(e));
+	}
+	*out = m;
+	return 0;
+}
+
+int emunic_mr_dereg(struct emunic_mr *m)
+{
+	struct ibv_mr *vmr;
+
+	if (!m || m->o.kind != OBJ_MR || atomic_exchange(&m->o.dead, true))
+		return -EINVAL;
+	vmr = m->mr;
+	/* The handle stays readable (and dead) until the device closes: an
+	 * op or entry still naming it is refused, never a use after free. */
+	pthread_mutex_lock(&m->o.dev->post_lock);
+	m->mr = NULL;
+	m->o.grave = m->o.dev->graveyard;
+	m->o.dev->graveyard = &m->o;
+	pthread_mutex_unlock(&m->o.dev->post_lock);
+	ibv_dereg_mr(vmr);
+	return 0;
+}
+
+struct emunic_rkey emunic_mr_rkey(const struct emunic_mr *m)
+{
+	if (!m || !m->mr)
+		return (struct emunic_rkey){ 0 };
+	return (struct emunic_rkey){ .addr = (uintptr_t)m->mr->addr, .rkey = m->mr->rkey };
+}
+
+/* ---- QPs ---------------------------------------------------------------------- */
+
+void emunic_qp_attr_init(struct emunic_qp_attr *a)
+{
+	*a = (struct emunic_qp_attr){ .depth = 256, .rnr_retry = 7, .retry_cnt = 7, .timeout = 14 };
+}
+
+static bool qp_attr_ok(const struct emunic_dev *d, const struct emunic_qp_attr *a)
+{
+	unsigned trig = EMUNIC_QP_TRIGGERED | EMUNIC_QP_ON_DEMAND;
+
+	return !(a->flags & ~(EMUNIC_QP_MANAGED_SEND | EMUNIC_QP_MANAGED_RECV | trig)) &&
+	       !((a->flags & EMUNIC_QP_TRIGGERED) && (a->flags & ~trig)) &&
+	       !(a->send_cq && ((struct obj *)a->send_cq)->dev != d) &&
+	       !(a->recv_cq && ((struct obj *)a->recv_cq)->dev != d) &&
+	       a->rnr_retry <= 7 && a->retry_cnt <= 7 && a->timeout <= 31 &&
+	       (!a->reconnects || (a->flags & EMUNIC_QP_TRIGGERED)) && a->reconnect_timeout_ms >= 0;
+}
+
+/* The QP a peer connected on demand before this rank made one (post_lock). */
+static struct emunic_qp *claim_on_demand(struct emunic_dev *d, int peer)
+{
+	for (struct emunic_qp **pp = &d->od_unclaimed; *pp; pp = &(*pp)->od_next) {
+		struct emunic_qp *qp = *pp;
+
+		if (qp->peer == peer) {
+			*pp = qp->od_next;
+			return qp;
+		}
+	}
+	return NULL;
+}
+
+int emunic_qp_create(struct emunic_dev *d, int peer, const struct emunic_qp_attr *attr, struct emunic_qp **out)
+{
+	struct emunic_qp *qp;
+
+	if (!d || !out || !attr)
+		return -EINVAL;
+	if (peer < 0 || peer >= d->size || peer == d->rank)
+		return emunic_err(-EINVAL, "qp_create: peer %d is not another rank of this job (size %d)", peer,
+				  d->size);
+	if (!qp_attr_ok(d, attr))
+		return emunic_err(-EINVAL, "qp_create to peer %d: bad attributes", peer);
+	pthread_mutex_lock(&d->post_lock);
+	qp = (attr->flags & EMUNIC_QP_ON_DEMAND) ? claim_on_demand(d, peer) : NULL;
+	if (qp) {
+		pthread_mutex_unlock(&d->post_lock);
+		*out = qp;
+		return 0;
+	}
+	qp = nic_qp_new(d, peer, attr);
+	if (qp)
+		qp->index = d->qp_seq[peer]++;
+	pthread_mutex_unlock(&d->post_lock);
+	if (!qp)
+		return -ENOMEM;
+	if (nic_obj_create(&qp->o)) {
+		atomic_fetch_sub(&d->nqps, 1);
+		nic_obj_free(&qp->o);
+		return -EIO;
+	}
+	*out = qp;
+	return 0;
+}
+
+int emunic_qp_accept_on_demand(struct emunic_dev *d, const struct emunic_qp_attr *attr)
+{
+	if (!d || !attr || !(attr->flags & EMUNIC_QP_ON_DEMAND) || !qp_attr_ok(d, attr) || attr->send_cq ||
+	    attr->recv_cq)
+		return emunic_err(-EINVAL, "qp_accept_on_demand: attributes must name EMUNIC_QP_ON_DEMAND and no CQs");
+	pthread_mutex_lock(&d->post_lock);
+	d->od_attr = *attr;
+	d->od_accept = true;
+	pthread_mutex_unlock(&d->post_lock);
+	return 0;
+}
+
+unsigned emunic_dev_qps(const struct emunic_dev *d)
+{
+	return atomic_load(&((struct emunic_dev *)d)->nqps);
+}
+
+int emunic_qp_destroy(struct emunic_qp *qp)
+{
+	int e = nic_obj_destroy(qp ? &qp->o : NULL, "qp");
+
+	if (!e)
+		atomic_fetch_sub(&qp->o.dev->nqps, 1);
+	return e;
+}
+
+int emunic_qp_connected(const struct emunic_qp *qp)
+{
+	return atomic_load(&((struct emunic_qp *)qp)->state) == QP_UP;
+}
+
+int emunic_qp_peer(const struct emunic_qp *qp) { return qp->peer; }
+
+unsigned emunic_qp_reconnects(const struct emunic_qp *qp)
+{
+	return qp ? atomic_load_explicit(&((struct emunic_qp *)qp)->reconnects, memory_order_acquire) : 0;
+}
+
+int emunic_qp_failed(const struct emunic_qp *qp)
+{
+	int s = atomic_load(&((struct emunic_qp *)qp)->state);
+
+	return s == QP_ERROR || s == QP_CLOSED || atomic_load(&((struct emunic_qp *)qp)->o.gone);
+}
+
+static bool settled(void *arg)
+{
+	struct emunic_qp *qp = arg;
+	int s = atomic_load(&qp->state);
+
+	/* Up once is connected: a failure since shows on its work. */
+	return s == QP_UP || s == QP_ERROR || atomic_load(&qp->was_up);
+}
+
+int emunic_qp_wait_connected(struct emunic_qp *qp, int timeout_ms)
+{
+	struct emunic_word *w = &qp->word;
+
+	if (nic_wait(qp->o.dev, &w, 1, settled, qp, timeout_ms))
+		return emunic_err(-ETIMEDOUT, "peer %d qp #%d: not connected after %d ms (is the peer creating its QP "
+				  "to this rank?)", qp->peer, qp->index, timeout_ms);
+	if (atomic_load(&qp->state) == QP_ERROR && !atomic_load(&qp->was_up))
+		return emunic_err(-ECONNREFUSED, "peer %d qp #%d: connection failed", qp->peer, qp->index);
+	return 0;
+}

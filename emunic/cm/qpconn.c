@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One QP's connection, made by the engine through rdma_cm.  The k-th QP rank
+ * a makes to rank b pairs with the k-th QP b makes to a.  Static QPs: the
+ * higher rank connects, the lower accepts, so two QPs per pair are
+ * impossible.  On-demand QPs (seed 002): whoever needs the QP first
+ * connects; when both connect at once the higher rank's connection wins
+ * (events.c).  How a connection that failed is made again: reconnect.c.
+ */
+#include "emunic/cm/cm.h"
+#include "emunic/base/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const conn_state_name[CONN_STATES] = {
+	[CONN_IDLE] = "idle", [CONN_CONNECTING] = "connecting", [CONN_UP] = "up",
+	[CONN_TEARDOWN] = "teardown", [CONN_RECONNECTING] = "reconnecting", [CONN_FAILED] = "failed",
+};
+
+static const enum qp_state qp_state_of[CONN_STATES] = {
+	[CONN_IDLE] = QP_NEW, [CONN_CONNECTING] = QP_CONNECTING, [CONN_UP] = QP_UP,
+	[CONN_TEARDOWN] = QP_DOWN, [CONN_RECONNECTING] = QP_DOWN, [CONN_FAILED] = QP_ERROR,
+};
+
+void conn_set(struct emunic_qp *qp, enum conn_state st)
+{
+	struct qp_conn *c = conn_of(qp);
+
+	c->st = st;
+	nic_qp_set_state(qp, qp_state_of[st]);
+	if (st == CONN_UP || st == CONN_FAILED)
+		nic_qp_ready(qp->o.dev, qp);	/* work flows, or flushes */
+	if (conn_down(c) || c->dead_id)
+		conn_busy(qp->o.dev, qp);
+}
+
+void conn_busy(struct emunic_dev *d, struct emunic_qp *qp)
+{
+	struct qp_conn *c = conn_of(qp);
+
+	if (c->busy)
+		return;
+	c->busy = true;
+	c->busy_next = d->cm->busy;
+	d->cm->busy = qp;
+}
+
+bool conn_on_demand(const struct emunic_qp *qp)
+{
+	return qp->attr.flags & EMUNIC_QP_ON_DEMAND;
+}
+
+void conn_opts(const struct emunic_qp *qp, struct emunic_qp_opts *o)
+{
+	struct emunic_dev *d = qp->o.dev;
+
+	emunic_qp_opts_default(o);
+	o->rnr_retry = (uint8_t)qp->attr.rnr_retry;
+	o->retry_cnt = (uint8_t)qp->attr.retry_cnt;
+	o->timeout = (uint8_t)qp->attr.timeout;
+	if (d->fault)
+		d->fault->qp_opts(d, qp, o);
+}
+
+void conn_up(struct emunic_dev *d, struct emunic_qp *qp)
+{
+	/* Fault rules act before the app can see the QP up: a peer's message
+	 * must not slip in between. */
+	bool failed = d->fault && d->fault->qp_up(d, qp);
+
+	atomic_store(&qp->was_up, true);
+	rc_up(qp);
+	if (failed)
+		nic_qp_failed(d, qp, IBV_WC_RETRY_EXC_ERR, 0, "a fault rule reset it");
+	else
+		conn_set(qp, CONN_UP);
+}
+
+void conn_disconnect(struct emunic_qp *qp)
+{
+	struct qp_conn *c = conn_of(qp);
+
+	if (c->id && !c->disconnected) {
+		c->disconnected = true;
+		rdma_disconnect(c->id);
+	}
+}
+
+int conn_create_vqp(struct emunic_dev *d, struct emunic_qp *qp)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = d->vcq, .recv_cq = d->vcq, .qp_type = IBV_QPT_RC, .sq_sig_all = 0,
+		.cap = { .max_send_wr = qp->attr.depth, .max_recv_wr = qp->attr.depth,
+			 .max_send_sge = 1, .max_recv_sge = 1, .max_inline_data = 0 },
+	};
+
+	qp->vqp = ibv_create_qp(d->v->pd, &ia);
+	if (!qp->vqp)
+		return emunic_err(-errno, "peer %d qp #%d: ibv_create_qp failed (%s)", qp->peer, qp->index,
+				  strerror(errno));
+	atomic_store(&qp->qpn, qp->vqp->qp_num);
+	return 0;
+}
+
+/* Returns the attempt's id for the caller to destroy: not while an event of
+ * that id is unacknowledged (rdma_destroy_id would wait for it). */
+struct rdma_cm_id *conn_drop_attempt(struct emunic_qp *qp)
+{
+	struct qp_conn *c = conn_of(qp);
+	struct rdma_cm_id *id = c->id;
+
+	c->id = NULL;
+	if (qp->vqp) {		/* never connected: no work was handed to it */
+		ibv_destroy_qp(qp->vqp);
+		qp->vqp = NULL;
+		qp->recvs_posted = false;
+	}
+	return id;
+}

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ownership token: exactly one thread runs the engine at a time, the
+ * core thread or an application thread that posts or waits.  Taking it
+ * never blocks (whoever finds it held leaves the work to the holder), and no
+ * request for work is lost: a requester sets `kick` and then tries the
+ * token; a holder clears `held` and then looks at `kick`.  With a full
+ * fence on both sides at least one of them sees the other (as in liburing's
+ * SQ_NEED_WAKEUP handshake), so either the holder runs one more pass or the
+ * requester gets the token.
+ *
+ * An application thread that gives the token back hands the engine over to
+ * the core thread: if work is left that only a completion can move, the
+ * core's timer is set to wake it shortly (the application usually comes
+ * back first, to wait, and then the core never wakes); completions nobody
+ * waits for are collected within LAZY; a unit's deadline sets the timer too.
+ */
+#include "emunic/nic/nic.h"
+
+#include <stdlib.h>
+
+#define UNOWN_ROUNDS 4			/* extra passes a leaving holder runs for others */
+#define LAZY_NS (10 * EMUNIC_NS_PER_MS)
+
+static _Thread_local const struct emunic_dev *owner_of;
+static _Thread_local bool handlers_ok, is_core;
+
+bool nic_own(struct emunic_dev *d)
+{
+	if (atomic_load_explicit(&d->held, memory_order_relaxed) ||
+	    atomic_exchange_explicit(&d->held, 1, memory_order_acquire))
+		return false;
+	owner_of = d;
+	return true;
+}
+
+bool nic_owned(const struct emunic_dev *d)
+{
+	return owner_of == d;
+}
+
+static uint64_t handover_ns(void)
+{
+	static _Atomic uint64_t ns;
+	uint64_t v = atomic_load_explicit(&ns, memory_order_relaxed);
+
+	if (!v) {
+		const char *s = getenv("EMUNIC_HANDOVER_US");
+
+		v = (s && *s ? strtoull(s, NULL, 10) : 50) * 1000 + 1;
+		atomic_store_explicit(&ns, v, memory_order_relaxed);
+	}
+	return v - 1;
+}
+
+/* Under the token: when must the core thread look again, given what this
+ * application thread leaves behind?  While a thread assists (waits, running
+ * the engine) it is the engine: only a timer planned for urgent work is
+ * pushed out, so the core does not wake while the waiter polls. */
+static void hand_over(struct emunic_dev *d)
+{
+	bool assisted = atomic_load_explicit(&d->assisting, memory_order_relaxed);
+	uint64_t now, want, cur;
+	bool urgent = false;
+
+	if (assisted && !d->wake_urgent && !atomic_load(&d->need_core))
+		return;
+	now = emunic_now_ns();
+	want = nic_next_due_ns(d);
+	cur = atomic_load(&d->wake_ns);
+	if (cur <= now)
+		cur = UINT64_MAX;	/* it fired: the core may have taken it already */
+	if (atomic_load(&d->need_core)) {
+		want = now;
+		urgent = true;
+	} else if (!assisted && nic_pending(d)) {
+		if (now + handover_ns() < want)
+			want = now + handover_ns();
+		urgent = true;
+	} else if (d->inflight && now + LAZY_NS < want) {
+		want = now + LAZY_NS;
+	}
+	/* Earlier than planned: move the timer.  An urgent wake planned for
+	 * work that is gone: push it out, so a tight post/wait loop never
+	 * wakes the core. */
+	if (want < cur || (d->wake_urgent && !urgent && want > cur)) {
+		nic_set_wake(d, want);
+		d->wake_urgent = urgent;
+	}
+}
+
+void nic_unown(struct emunic_dev *d)
+{
+	for (int round = 0;; round++) {
+		if (!is_core)
+			hand_over(d);
+		owner_of = NULL;
+		atomic_store_explicit(&d->held, 0, memory_order_release);
+		atomic_thread_fence(memory_order_seq_cst);
+		if (!atomic_load_explicit(&d->kick, memory_order_relaxed))
+			return;
+		if (round == UNOWN_ROUNDS) {
+			nic_doorbell(d);	/* the core takes it from here */
+			return;
+		}
+		if (!nic_own(d))
+			return;			/* the new holder sees the kick */
+		atomic_store_explicit(&d->kick, 0, memory_order_relaxed);
+		nic_pass(d);
+	}
+}
+
+void nic_kick(struct emunic_dev *d)
+{
+	atomic_store_explicit(&d->kick, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
+bool nic_handlers_ok(void) { return handlers_ok; }
+void nic_set_handlers_ok(bool ok) { handlers_ok = ok; }
+void nic_set_core_thread(void) { is_core = handlers_ok = true; }
+bool nic_is_core_thread(void) { return is_core; }

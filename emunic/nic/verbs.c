@@ -1,0 +1,527 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The data path between the engine's task queues and verbs.  Each QP has a
+ * send and a receive queue of tasks; a task goes to verbs when the QP is up,
+ * the verbs queue has room and, on a MANAGED queue, an enable released it.
+ * Only QPs with something to do are looked at (the ready list), and all a
+ * QP's eligible tasks go in one chained ibv_post_send (one doorbell).
+ * Completions come back in order per queue: a completion also completes the
+ * unsignaled tasks before it (RC executes in order).  Each finished task is
+ * handed to its owner's done op; arrivals on TRIGGERED QPs go to the
+ * arrival hook; a failure goes to the connection unit's hook.
+ *
+ * wr_id: the QP's handle << 32 | the task's index (31 bits) << 1 | receive.
+ */
+#include "emunic/nic/nic.h"
+#include "emunic/base/log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define POLL_BATCH 32
+#define CHAIN_MAX 32		/* work requests in one ibv_post_send */
+#define SIGNAL_EVERY 16		/* an unsignaled run is this long at most */
+#define IDX_MASK 0x7fffffffull
+
+static uint64_t wr_id(const struct emunic_qp *qp, uint64_t idx, bool recv)
+{
+	return (uint64_t)qp->o.handle << 32 | (idx & IDX_MASK) << 1 | recv;
+}
+
+/* ---- queueing ------------------------------------------------------------------- */
+
+void nic_qp_ready(struct emunic_dev *d, struct emunic_qp *qp)
+{
+	if (qp->ready)
+		return;
+	qp->ready = true;
+	qp->ready_next = NULL;
+	if (d->ready_tail)
+		d->ready_tail->ready_next = qp;
+	else
+		d->ready = qp;
+	d->ready_tail = qp;
+}
+
+/* An engine-only queue that is full doubles (fired ops are never refused). */
+static bool grow(struct nic_fifo *f)
+{
+	uint32_t n = (f->mask + 1) * 2;
+	struct nic_task *q = calloc(n, sizeof(*q));
+
+	if (!q)
+		return false;
+	for (uint64_t i = f->done; i < f->tail; i++)
+		q[i & (n - 1)] = f->q[i & f->mask];
+	free(f->q);
+	f->q = q;
+	f->mask = n - 1;
+	return true;
+}
+
+void nic_qp_queue(struct emunic_dev *d, struct emunic_qp *qp, const struct nic_task *t, bool recv)
+{
+	struct nic_fifo *f = recv ? &qp->rq : &qp->sq;
+
+	if (f->tail - f->done > f->mask && !(f->grows && grow(f))) {
+		/* Room was checked at post; only memory can fail here. */
+		struct nic_task copy = *t;
+
+		nic_notice(d, "peer %d qp %u: no memory to queue a %s: it fails", qp->peer, atomic_load(&qp->qpn),
+			   emunic_task_op_str(t->op));
+		copy.ops->done(d, qp, &copy, EMUNIC_WC_GENERAL_ERR, NULL);
+		return;
+	}
+	*nic_fifo_at(f, f->tail++) = *t;
+	nic_qp_ready(d, qp);
+}
+
+void nic_qp_enable(struct emunic_dev *d, struct emunic_qp *qp, bool recv, uint64_t upto)
+{
+	uint64_t *e = recv ? &qp->rq_enabled : &qp->sq_enabled;
+
+	if (upto > *e) {
+		*e = upto;
+		nic_qp_ready(d, qp);
+	}
+}
+
+bool nic_qp_has_work(const struct emunic_qp *qp)
+{
+	return qp->sq.tail != qp->sq.done;
+}
+
+void nic_qp_set_state(struct emunic_qp *qp, enum qp_state s)
+{
+	atomic_store(&qp->state, s);
+	emunic_word_bump(&qp->word);
+}
+
+bool nic_qp_failed(struct emunic_dev *d, struct emunic_qp *qp, int status, unsigned how, const char *why)
+{
+	if (d->qp_hooks && d->qp_hooks->failed)
+		return d->qp_hooks->failed(d, qp, status, how, why);
+	nic_qp_set_state(qp, QP_ERROR);
+	nic_qp_ready(d, qp);
+	return false;
+}
+
+/* ---- finishing tasks without verbs ----------------------------------------------------- */
+
+static void task_done(struct emunic_dev *d, struct emunic_qp *qp, struct nic_task *t, int status,
+		      const struct ibv_wc *wc)
+{
+	if (t->ops)
+		t->ops->done(d, qp, t, status, wc);
+}
+
+/* Tasks [from, to) of f complete with status, without verbs; `in_verbs`:
+ * they were handed to verbs. */
+static uint64_t complete_range(struct emunic_qp *qp, struct nic_fifo *f, uint64_t from, uint64_t to, int status,
+			       bool in_verbs)
+{
+	struct emunic_dev *d = qp->o.dev;
+
+	for (uint64_t i = from; i < to; i++)
+		task_done(d, qp, nic_fifo_at(f, i), status, NULL);
+	atomic_fetch_add_explicit(&f->completed, to - from, memory_order_release);
+	if (in_verbs)
+		d->inflight -= (unsigned)(to - from);
+	return to - from;
+}
+
+void nic_qp_flush_unposted(struct emunic_qp *qp, int status)
+{
+	complete_range(qp, &qp->sq, qp->sq.head, qp->sq.tail, status, false);
+	qp->sq.tail = qp->sq.head;
+	complete_range(qp, &qp->rq, qp->rq.head, qp->rq.tail, status, false);
+	qp->rq.tail = qp->rq.head;
+}
+
+/* rxe before Linux 6.2 never flushes the receive queue of a QP in the error
+ * state, and a QP reset (a retry fault) completes nothing: work verbs holds
+ * would wait forever.  Once the QP failed it completes here, once
+ * (qp->flushing); a verbs flush that does come later finds nothing
+ * outstanding and is dropped in the poll. */
+static void flush_in_verbs(struct emunic_qp *qp, struct nic_fifo *f)
+{
+	qp->flushing = true;
+	complete_range(qp, f, f->done, f->head, EMUNIC_WC_WR_FLUSH_ERR, true);
+	f->done = f->head;
+}
+
+void nic_qp_replay(struct emunic_qp *qp, uint64_t delivered, int status)
+{
+	struct emunic_dev *d = qp->o.dev;
+	struct nic_fifo *f = &qp->sq;
+	uint64_t n = f->head - f->done, k = 0;
+	struct nic_task *keep = malloc((n ? n : 1) * sizeof(*keep));
+
+	if (!keep) {		/* cannot reorder: fail them, as without reconnection */
+		flush_in_verbs(qp, f);
+		qp->flushing = false;
+		return;
+	}
+	for (uint64_t i = f->done; i < f->head; i++) {
+		struct nic_task *t = nic_fifo_at(f, i);
+		/* A write-with-immediate the peer counted ran, and so did every
+		 * write before it (RC runs in order): done.  A read's data may
+		 * not have come back: it goes again. */
+		bool counted = (t->op == EMUNIC_TASK_WRITE_IMM || t->op == EMUNIC_TASK_SEND ||
+				t->op == EMUNIC_TASK_WRITE) && t->imm_idx < delivered;
+
+		if (counted)
+			task_done(d, qp, t, EMUNIC_WC_SUCCESS, NULL);
+		else if (t->op == EMUNIC_TASK_FETCH_ADD)
+			task_done(d, qp, t, status, NULL);	/* it may have run: not again */
+		else
+			keep[k++] = *t;
+	}
+	/* What goes again sits just before what verbs never saw, in order. */
+	for (uint64_t j = 0; j < k; j++)
+		*nic_fifo_at(f, f->head - k + j) = keep[j];
+	atomic_fetch_add_explicit(&f->completed, n - k, memory_order_release);
+	d->inflight -= (unsigned)n;
+	f->done = f->head = f->head - k;
+	free(keep);
+	nic_qp_ready(d, qp);
+}
+
+void nic_qp_give_up(struct emunic_qp *qp, int status)
+{
+	complete_range(qp, &qp->sq, qp->sq.done, qp->sq.head, status, true);
+	qp->sq.done = qp->sq.head;
+	nic_qp_flush_unposted(qp, status);
+}
+
+uint64_t nic_qp_cancel(struct emunic_qp *qp)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < 2; i++) {
+		struct nic_fifo *f = i ? &qp->rq : &qp->sq;
+
+		n += complete_range(qp, f, f->done, f->head, EMUNIC_WC_CANCELED, true);
+		n += complete_range(qp, f, f->head, f->tail, EMUNIC_WC_CANCELED, false);
+		f->done = f->head = f->tail;
+	}
+	return n;
+}
+
+/* ---- receives for arrivals (TRIGGERED QPs) ----------------------------------------------------- */
+
+static int post_recvs(struct emunic_dev *d, struct emunic_qp *qp, unsigned n)
+{
+	struct ibv_recv_wr wr[CHAIN_MAX], *bad;
+
+	while (n) {
+		unsigned k = 0;
+		int r;
+
+		for (; k < n && k < CHAIN_MAX; k++) {
+			if (d->fault && !d->fault->recv_ok(d, qp)) {
+				qp->owed += n - k;	/* an rnr rule holds them back */
+				n = k;
+				break;
+			}
+			wr[k] = (struct ibv_recv_wr){ .wr_id = wr_id(qp, 0, true), .next = &wr[k + 1] };
+		}
+		if (!k)
+			return 0;
+		wr[k - 1].next = NULL;
+		r = ibv_post_recv(qp->vqp, wr, &bad);
+		if (r) {
+			nic_notice(d, "peer %d qp %u: posting a receive for arrivals failed (%s)", qp->peer,
+				   atomic_load(&qp->qpn), strerror(r));
+			return -r;
+		}
+		n -= k;
+	}
+	return 0;
+}
+
+int nic_qp_arrivals_init(struct emunic_dev *d, struct emunic_qp *qp)
+{
+	if (!qp->arrivals || qp->recvs_posted)
+		return 0;
+	qp->recvs_posted = true;
+	return post_recvs(d, qp, qp->attr.depth);
+}
+
+void nic_qp_post_owed(struct emunic_dev *d, struct emunic_qp *qp)
+{
+	unsigned n = qp->owed;
+
+	qp->owed = 0;
+	if (qp->vqp)
+		post_recvs(d, qp, n);
+}
+
+void nic_qp_drop_verbs(struct emunic_dev *d, struct emunic_qp *qp)
+{
+	if (qp->vqp)
+		ibv_destroy_qp(qp->vqp);
+	qp->vqp = NULL;
+	while (nic_verbs_poll(d) == POLL_BATCH)
+		;
+	qp->recvs_posted = false;
+	qp->flushing = false;
+	qp->owed = 0;		/* receives are the new verbs QP's own */
+}
+
+/* ---- handing work to verbs ------------------------------------------------------------ */
+
+static void build_send(struct ibv_send_wr *wr, struct ibv_sge *sge, const struct nic_task *t)
+{
+	*sge = (struct ibv_sge){ .addr = t->addr, .length = t->len, .lkey = t->lkey };
+	wr->sg_list = sge;
+	wr->num_sge = t->len ? 1 : 0;
+	wr->wr.rdma.remote_addr = t->remote_addr;
+	wr->wr.rdma.rkey = t->rkey;
+	switch (t->op) {
+	case EMUNIC_TASK_SEND: wr->opcode = IBV_WR_SEND; break;
+	case EMUNIC_TASK_WRITE: wr->opcode = IBV_WR_RDMA_WRITE; break;
+	case EMUNIC_TASK_WRITE_IMM:
+		wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		wr->imm_data = htonl(t->imm);
+		break;
+	case EMUNIC_TASK_READ: wr->opcode = IBV_WR_RDMA_READ; break;
+	case EMUNIC_TASK_FETCH_ADD:
+		wr->opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+		wr->wr.atomic.remote_addr = t->remote_addr;
+		wr->wr.atomic.rkey = t->rkey;
+		wr->wr.atomic.compare_add = t->add;
+		break;
+	}
+}
+
+/* Posts the chain [first, first + k) of f; on failure only the ones verbs
+ * took count.  Returns how many went. */
+static unsigned post_chain(struct emunic_dev *d, struct emunic_qp *qp, struct nic_fifo *f, uint64_t first,
+			   unsigned k, bool recv, void *wrs)
+{
+	unsigned took = k;
+	int r;
+
+	if (recv) {
+		struct ibv_recv_wr *w = wrs, *bad = NULL;
+
+		r = ibv_post_recv(qp->vqp, w, &bad);
+		if (r)
+			took = bad ? (unsigned)(bad - w) : 0;
+	} else {
+		struct ibv_send_wr *w = wrs, *bad = NULL;
+
+		r = ibv_post_send(qp->vqp, w, &bad);
+		if (r)
+			took = bad ? (unsigned)(bad - w) : 0;
+	}
+	if (r)
+		nic_notice(d, "peer %d qp %u: posting %s failed (%s)", qp->peer, atomic_load(&qp->qpn),
+			   emunic_task_op_str(nic_fifo_at(f, first + took)->op), strerror(r));
+	return took;
+}
+
+static int push_queue(struct emunic_dev *d, struct emunic_qp *qp, bool recv)
+{
+	struct nic_fifo *f = recv ? &qp->rq : &qp->sq;
+	uint64_t released = (qp->attr.flags & (recv ? EMUNIC_QP_MANAGED_RECV : EMUNIC_QP_MANAGED_SEND))
+				    ? (recv ? qp->rq_enabled : qp->sq_enabled) : UINT64_MAX;
+	struct ibv_send_wr swr[CHAIN_MAX];
+	struct ibv_recv_wr rwr[CHAIN_MAX];
+	struct ibv_sge sge[CHAIN_MAX];
+	int n = 0;
+
+	for (;;) {
+		uint64_t first = f->head;
+		unsigned k = 0, took;
+
+		while (k < CHAIN_MAX && first + k < f->tail && first + k < released &&
+		       first + k - f->done < qp->attr.depth) {
+			struct nic_task *t = nic_fifo_at(f, first + k);
+
+			if (recv) {
+				if (d->fault && !d->fault->recv_ok(d, qp))
+					break;		/* an rnr rule holds receives back */
+				sge[k] = (struct ibv_sge){ .addr = t->addr, .length = t->len, .lkey = t->lkey };
+				rwr[k] = (struct ibv_recv_wr){ .wr_id = wr_id(qp, first + k, true), .sg_list = &sge[k],
+							       .num_sge = t->len ? 1 : 0, .next = &rwr[k + 1] };
+			} else {
+				swr[k] = (struct ibv_send_wr){ .wr_id = wr_id(qp, first + k, false), .next = &swr[k + 1] };
+				build_send(&swr[k], &sge[k], t);
+				t->imm_idx = qp->imm_sent;
+				if (t->op == EMUNIC_TASK_WRITE_IMM || t->op == EMUNIC_TASK_SEND)
+					qp->imm_sent++;
+			}
+			k++;
+		}
+		if (!k)
+			return n;
+		if (recv) {
+			rwr[k - 1].next = NULL;
+		} else {
+			/* Signaled: the chain's last, any task whose completion is
+			 * counted, and one in SIGNAL_EVERY; the others complete
+			 * when a later one does. */
+			swr[k - 1].next = NULL;
+			for (unsigned i = 0; i < k; i++) {
+				struct nic_task *t = nic_fifo_at(f, first + i);
+
+				t->signaled = i == k - 1 || !(t->flags & NIC_TASK_QUIET) ||
+					      ++qp->sq_unsignaled >= SIGNAL_EVERY;
+				if (t->signaled) {
+					swr[i].send_flags = IBV_SEND_SIGNALED;
+					qp->sq_unsignaled = 0;
+				}
+			}
+		}
+		took = post_chain(d, qp, f, first, k, recv, recv ? (void *)rwr : (void *)swr);
+		for (unsigned i = 0; i < took; i++) {
+			struct nic_task *t = nic_fifo_at(f, first + i);
+
+			if (t->ops && t->ops->issued)
+				t->ops->issued(d, qp, t);
+		}
+		f->head += took;
+		d->inflight += took;
+		n += (int)took;
+		if (took < k)
+			return n;
+	}
+}
+
+int nic_verbs_push(struct emunic_dev *d)
+{
+	struct emunic_qp *qp = d->ready;
+	int n = 0;
+
+	d->ready = d->ready_tail = NULL;
+	while (qp) {
+		struct emunic_qp *next = qp->ready_next;
+		int s = atomic_load(&qp->state);
+
+		qp->ready = false;
+		if (atomic_load_explicit(&qp->o.gone, memory_order_relaxed)) {
+			/* released since it was queued */
+		} else if (s == QP_ERROR) {
+			nic_qp_flush_unposted(qp, EMUNIC_WC_WR_FLUSH_ERR);
+			if (qp->rq.done != qp->rq.head)
+				flush_in_verbs(qp, &qp->rq);
+			if (qp->sq.done != qp->sq.head)
+				flush_in_verbs(qp, &qp->sq);
+		} else if (s == QP_UP && qp->vqp) {
+			if (qp->owed)
+				nic_qp_post_owed(d, qp);
+			n += push_queue(d, qp, false) + push_queue(d, qp, true);
+		}
+		qp = next;
+	}
+	return n;
+}
+
+/* ---- completions --------------------------------------------------------------------- */
+
+/* A failure that is final tells the peer; a flush only follows one. */
+static unsigned final_how(enum ibv_wc_status st)
+{
+	return st != IBV_WC_WR_FLUSH_ERR ? NIC_QPF_DISCONNECT : 0;
+}
+
+static void arrival(struct emunic_dev *d, struct emunic_qp *qp, struct ibv_wc *wc, enum ibv_wc_status fail)
+{
+	if (wc->status == IBV_WC_SUCCESS && wc->qp_num == atomic_load(&qp->qpn)) {
+		/* Counted per connection: a reconnection tells the peer. */
+		if (qp->rx_conn != qp->conn_id) {
+			qp->rx_conn = qp->conn_id;
+			qp->rx_count = 0;
+		}
+		qp->rx_count++;
+	}
+	if (fail != IBV_WC_SUCCESS && fail != IBV_WC_WR_FLUSH_ERR && atomic_load(&qp->state) != QP_DOWN)
+		nic_notice(d, "peer %d qp %u: RECV (arrival) failed: %s", qp->peer, wc->qp_num,
+			   ibv_wc_status_str(fail));
+	if (fail != IBV_WC_SUCCESS)
+		nic_qp_failed(d, qp, (int)fail, final_how(fail), "a receive for arrivals failed");
+	if (wc->status == IBV_WC_SUCCESS && qp->vqp && wc->qp_num == atomic_load(&qp->qpn))
+		post_recvs(d, qp, 1);	/* not for a connection that failed since */
+	if (d->on_arrival)
+		d->on_arrival(d, qp, wc);
+}
+
+static void completion(struct emunic_dev *d, struct emunic_qp *qp, struct ibv_wc *wc, bool recv)
+{
+	struct nic_fifo *f = recv ? &qp->rq : &qp->sq;
+	/* The full index of the task this completion names. */
+	uint64_t i = f->done + ((((wc->wr_id >> 1) & IDX_MASK) - f->done) & IDX_MASK);
+	struct nic_task *t;
+
+	if (i >= f->head)
+		return;		/* completed already (a flush, a replay) */
+	t = nic_fifo_at(f, i);
+	if (wc->status != IBV_WC_SUCCESS) {
+		if (wc->status != IBV_WC_WR_FLUSH_ERR)
+			nic_notice(d, "peer %d qp %u: %s (wr_id %llu) failed: %s", qp->peer, wc->qp_num,
+				   emunic_task_op_str(t->op), (unsigned long long)t->wr_id, ibv_wc_status_str(wc->status));
+		if (nic_qp_failed(d, qp, (int)wc->status, final_how(wc->status), "the connection failed"))
+			return;		/* it stays: reconnection sends it again */
+	} else if (t->op == EMUNIC_TASK_WRITE_IMM && d->qp_hooks && d->qp_hooks->delivered) {
+		d->qp_hooks->delivered(d, qp);	/* the peer takes writes again */
+	}
+	/* Unsignaled tasks before it ran: RC completes in order. */
+	complete_range(qp, f, f->done, i, EMUNIC_WC_SUCCESS, true);
+	f->done = i + 1;
+	atomic_fetch_add_explicit(&f->completed, 1, memory_order_release);
+	d->inflight--;
+	task_done(d, qp, t, (int)wc->status, wc);
+	nic_qp_ready(d, qp);	/* room in verbs */
+}
+
+int nic_verbs_poll(struct emunic_dev *d)
+{
+	struct ibv_wc wc[POLL_BATCH];
+	int n = ibv_poll_cq(d->vcq, POLL_BATCH, wc);
+
+	for (int i = 0; i < n; i++) {
+		struct emunic_qp *qp = (struct emunic_qp *)nic_resolve(d, (uint32_t)(wc[i].wr_id >> 32), OBJ_QP);
+		bool recv = wc[i].wr_id & 1, arr;
+		struct nic_fifo *f;
+		/* An arrival's failure: its status, or one a wc rule injected
+		 * into an arrival that is still counted and delivered. */
+		enum ibv_wc_status fail = IBV_WC_SUCCESS;
+
+		if (!qp || atomic_load_explicit(&qp->o.gone, memory_order_relaxed))
+			continue;	/* left in the CQ by a QP destroyed since */
+		arr = recv && qp->arrivals;
+		f = recv ? &qp->rq : &qp->sq;
+		if (!arr && f->done == f->head && qp->flushing)
+			continue;	/* completed by flush_in_verbs already */
+		if (d->fault) {
+			enum ibv_wc_status was = wc[i].status;
+			uint64_t idx = f->done + ((((wc[i].wr_id >> 1) & IDX_MASK) - f->done) & IDX_MASK);
+
+			d->fault->wc(d, qp, &wc[i], recv ? EMUNIC_TASK_RECV :
+				     idx < f->head ? nic_fifo_at(f, idx)->op : 0);
+			if (recv && wc[i].status == IBV_WC_SUCCESS)
+				d->fault->arrival(d, qp);
+			/* On a QP that reconnects, an arrival turned into an error
+			 * did arrive (its sender saw success and will not send it
+			 * again): it counts, then the connection fails. */
+			if (arr && qp->attr.reconnects && was == IBV_WC_SUCCESS && wc[i].status != was) {
+				fail = wc[i].status;
+				wc[i].status = IBV_WC_SUCCESS;
+			}
+		}
+		if (arr) {
+			if (wc[i].status != IBV_WC_SUCCESS)
+				fail = wc[i].status;
+			arrival(d, qp, &wc[i], fail);
+			continue;
+		}
+		if (atomic_load(&qp->state) == QP_DOWN)
+			continue;	/* the rest of a failed connection: settled when it is made again */
+		completion(d, qp, &wc[i], recv);
+	}
+	return n > 0 ? n : 0;
+}
