@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* Private to engines/coll: the collective object and its barrier schedule. */
+/* Private to engines/coll: the collective object and its barrier's calls. */
 #ifndef EMUNIC_COLL_INT_H
 #define EMUNIC_COLL_INT_H
 
 #include <stdbool.h>
 #include <emunic/coll.h>
+
+#include "engines/coll/schedule.h"
 
 /* Barriers one coll may have in flight; bounds every queue depth below. */
 #define COLL_MAX_INFLIGHT 64
@@ -22,12 +24,6 @@ struct coll_peer {
 	struct emunic_qp *qp;		/* NULL: no connection to this rank */
 	struct emunic_cq *rcq;		/* COUNT_ONLY: this peer's signals, for WAIT */
 	bool partner;			/* the barrier exchanges signals with it */
-};
-
-/* One step of this rank's barrier: signal peer, then (or only) wait for it. */
-struct coll_step {
-	int peer;
-	bool send, wait;
 };
 
 struct emunic_coll {
