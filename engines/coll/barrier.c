@@ -16,6 +16,8 @@
  * i.e. until every earlier WAIT there is satisfied; each WAIT counts one
  * arrival on that peer's own receive CQ and advances its base (WAIT_EN_LAST),
  * so an early signal for a later barrier is simply counted ahead.
+ *
+ * coll.c runs it through coll_barrier_alg, the table at the end.
  */
 #include "engines/coll/coll_int.h"
 
@@ -34,7 +36,7 @@ static unsigned list_len(const struct emunic_coll *c)
 }
 
 /* This rank's schedule; marks the partners a sparse coll connects to. */
-int coll_barrier_setup(struct emunic_coll *c)
+static int barrier_setup(struct emunic_coll *c)
 {
 	int n = coll_rd_schedule(c->rank, c->size, &c->step);
 
@@ -121,7 +123,7 @@ static int count_sends(const struct emunic_coll *c)
 }
 
 /* Posts the next barrier; *seq is its number. */
-int coll_barrier_post(struct emunic_coll *c, uint64_t *seq)
+static int barrier_post(struct emunic_coll *c, uint64_t *seq)
 {
 	uint64_t s = c->posted + 1;
 	unsigned n;
@@ -149,7 +151,7 @@ int coll_barrier_post(struct emunic_coll *c, uint64_t *seq)
 }
 
 /* The receive window, posted once before the first barrier (as sequence 0). */
-int coll_barrier_prepost(struct emunic_coll *c)
+static int barrier_prepost(struct emunic_coll *c)
 {
 	struct emunic_task *t;
 	unsigned n = 0;
@@ -182,7 +184,7 @@ int coll_barrier_prepost(struct emunic_coll *c)
 
 /* Destroy's fence: completes once every signal this rank sent was delivered
  * (its send completion produced), so no peer is left waiting for one. */
-int coll_barrier_fence(struct emunic_coll *c, uint64_t *seq)
+static int barrier_fence(struct emunic_coll *c, uint64_t *seq)
 {
 	uint64_t s = c->posted + 1;
 	struct emunic_task t = {
@@ -202,3 +204,11 @@ int coll_barrier_fence(struct emunic_coll *c, uint64_t *seq)
 	*seq = s;
 	return 0;
 }
+
+const struct coll_alg coll_barrier_alg = {
+	.name = "barrier",
+	.setup = barrier_setup,
+	.prepost = barrier_prepost,
+	.post = barrier_post,
+	.fence = barrier_fence,
+};

@@ -2,14 +2,14 @@
 /*
  * The collective object: its management queue, QPs and CQs, and the
  * application side of completion (test, wait).  The collectives themselves
- * run on the progress core; this file only posts their lists and reads MQ
- * and send-CQ completions.
+ * run on the progress core; this file only has them post their lists,
+ * through the algorithm's table (c->alg, struct coll_alg), and reads MQ and
+ * send-CQ completions.
  */
 #include "engines/coll/coll_int.h"
 
 #include <errno.h>
 #include <string.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -17,32 +17,6 @@
 #define COLL_QP_DEPTH 128	/* >= COLL_MAX_INFLIGHT + COLL_RECV_WINDOW */
 #define COLL_WAIT_SLICE_MS 100	/* how often a blocked wait looks at send errors */
 #define COLL_POLL_BATCH 16
-
-int coll_err(const struct emunic_coll *c, int err, const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	/* One write per line so ranks' messages do not interleave. */
-	fprintf(stderr, "emunic: rank %d: coll: %s\n", c->rank, buf);
-	return err < 0 ? err : -err;
-}
-
-long long coll_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int coll_timeout(const struct emunic_coll *c)
-{
-	return c->attr.timeout_ms ? c->attr.timeout_ms : 30000;
-}
 
 void emunic_coll_attr_init(struct emunic_coll_attr *a)
 {
@@ -107,7 +81,7 @@ static void on_send_wc(struct emunic_coll *c, const struct emunic_wc *wc)
 	c->sends_done++;
 	if (wc->status == EMUNIC_WC_SUCCESS)
 		return;
-	coll_err(c, 0, "barrier %llu: %s to peer %d failed: %s", (unsigned long long)seq,
+	coll_err(c, 0, "%s %llu: %s to peer %d failed: %s", c->alg->name, (unsigned long long)seq,
 		 emunic_task_op_str(wc->op), wc->peer >= 0 ? wc->peer : (int)(wc->wr_id & COLL_PEER_MASK),
 		 emunic_wc_status_str(wc->status));
 	set_err(c, seq, status_errno(wc->status));
@@ -127,7 +101,7 @@ static void on_mq_wc(struct emunic_coll *c, const struct emunic_wc *wc)
 		coll_err(c, 0, "teardown fence (WAIT for %llu send completions) failed: %s",
 			 (unsigned long long)c->sends_posted, emunic_wc_status_str(wc->status));
 	else
-		coll_err(c, 0, "barrier %llu: %s for peer %d failed: %s", (unsigned long long)seq,
+		coll_err(c, 0, "%s %llu: %s for peer %d failed: %s", c->alg->name, (unsigned long long)seq,
 			 emunic_task_op_str(wc->op), peer, emunic_wc_status_str(wc->status));
 	set_err(c, seq, status_errno(wc->status));
 }
@@ -194,8 +168,9 @@ static int report_timeout(const struct emunic_coll *c, uint64_t seq, int timeout
 			off += (size_t)snprintf(late + off, sizeof(late) - off, " %d (%llu of %llu)", p,
 						(unsigned long long)got, (unsigned long long)seq);
 	}
-	return coll_err(c, -ETIMEDOUT, "barrier %llu not complete after %d ms; signals missing from peer%s",
-			(unsigned long long)seq, timeout_ms, off ? late : "s: none (the progress core is behind)");
+	return coll_err(c, -ETIMEDOUT, "%s %llu not complete after %d ms; signals missing from peer%s",
+			c->alg->name, (unsigned long long)seq, timeout_ms,
+			off ? late : "s: none (the progress core is behind)");
 }
 
 int coll_wait_seq(struct emunic_coll *c, uint64_t seq, int timeout_ms)
@@ -239,11 +214,11 @@ static int post_blocking(struct emunic_coll *c, uint64_t *seq)
 	for (;;) {
 		int r = coll_progress(c);
 
-		r = r ? r : coll_barrier_post(c, seq);
+		r = r ? r : c->alg->post(c, seq);
 		if (r != -ENOSPC)
 			return r;
 		if (coll_timeout(c) >= 0 && coll_now_ms() > deadline)
-			return coll_err(c, r, "barrier: no room to post it for %d ms", coll_timeout(c));
+			return coll_err(c, r, "%s: no room to post it for %d ms", c->alg->name, coll_timeout(c));
 		nanosleep(&nap, NULL);
 	}
 }
@@ -273,7 +248,7 @@ int emunic_ibarrier(struct emunic_coll *c, struct emunic_coll_req **out)
 	if (!req)
 		return -ENOMEM;
 	req->c = c;
-	r = coll_barrier_post(c, &req->seq);
+	r = c->alg->post(c, &req->seq);
 	if (r) {
 		free(req);
 		return r;
@@ -408,7 +383,7 @@ static int setup_queues(struct emunic_coll *c)
 		return coll_err(c, r, "creating the management queue (depth %u) failed (%d)", depth, r);
 	r = create_qps(c);
 	r = r ? r : connect_qps(c);
-	return r ? r : coll_barrier_prepost(c);
+	return r ? r : c->alg->prepost(c);
 }
 
 int emunic_coll_create(struct emunic_dev *dev, const struct emunic_coll_attr *a, struct emunic_coll **out)
@@ -432,8 +407,11 @@ int emunic_coll_create(struct emunic_dev *dev, const struct emunic_coll_attr *a,
 		r = -EINVAL;
 		goto fail;
 	}
+	/* The only algorithm so far; the collectives to come bring tables of
+	 * their own (struct coll_alg). */
+	c->alg = &coll_barrier_alg;
 	c->peer = calloc((size_t)c->size, sizeof(*c->peer));
-	r = c->peer ? coll_barrier_setup(c) : -ENOMEM;
+	r = c->peer ? c->alg->setup(c) : -ENOMEM;
 	if (!r && c->size > 1)
 		r = setup_queues(c);
 	if (r)
@@ -453,13 +431,13 @@ int emunic_coll_destroy(struct emunic_coll *c)
 	if (!c)
 		return -EINVAL;
 	if (c->nreq)
-		return coll_err(c, -EBUSY, "destroy with %d barrier request(s) not waited", c->nreq);
+		return coll_err(c, -EBUSY, "destroy with %d %s request(s) not waited", c->nreq, c->alg->name);
 	/* The fence runs after every barrier on the MQ: with one failed or
 	 * still stuck (timed out) it would never run, and the peers such a
 	 * barrier waits for are not coming anyway. */
 	r = coll_progress(c);
 	if (!r && !c->err && c->done == c->posted) {
-		r = coll_barrier_fence(c, &fence);
+		r = c->alg->fence(c, &fence);
 		if (!r && fence)
 			r = coll_wait_seq(c, fence, coll_timeout(c));
 	}
