@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Private to engines/coll: the collective object, the ops table through
- * which it runs its algorithm, and the helpers of common.c.
+ * which it runs its algorithm, and what its files give each other.  Calls
+ * point one way: request.c and coll.c to complete.c, coll.c to the
+ * algorithms' tables, every file to common.c and schedule.c.
  */
 #ifndef EMUNIC_COLL_INT_H
 #define EMUNIC_COLL_INT_H
@@ -88,9 +90,11 @@ long long coll_now_ms(void);
 /* barrier.c: the recursive-doubling barrier (schedule.c's) as task lists. */
 extern const struct coll_alg coll_barrier_alg;
 
-/* coll.c */
+/* complete.c: reads what the progress core finished; never blocks. */
 int coll_progress(struct emunic_coll *c);
+/* 1 done, 0 not yet, < 0 the error operation seq failed with. */
 int coll_seq_status(const struct emunic_coll *c, uint64_t seq);
+/* 0 once seq is done, -ETIMEDOUT (naming the late peers) or its error. */
 int coll_wait_seq(struct emunic_coll *c, uint64_t seq, int timeout_ms);
 
 #endif
