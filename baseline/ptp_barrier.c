@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The host-progressed recursive-doubling barrier (see ptp.h).  Same schedule
- * as engines/coll/barrier.c: N is the largest power of two <= M ranks; an
- * extra rank r >= N signals r - N, which waits for it before the doubling
- * steps and releases it after them.
+ * The host-progressed recursive-doubling barrier (see ptp.h).  Its schedule
+ * is engines/coll/schedule.c's, the one the offloaded barrier runs: N is the
+ * largest power of two <= M ranks; an extra rank r >= N signals r - N,
+ * which waits for it before the doubling steps and releases it after them.
  *
  * Matching is by counting: every partner signals exactly once a barrier, so
  * barrier s may pass its step with peer q once arrived[q] >= s, and a signal
@@ -11,6 +11,7 @@
  * Each consumed receive is reposted as its completion is polled.
  */
 #include "baseline/ptp.h"
+#include "engines/coll/schedule.h"
 #include "emunic/base/log.h"
 #include "emunic/verbs.h"
 
@@ -35,11 +36,6 @@
 #define PTP_PEER_BITS 24
 #define PTP_PEER_MASK ((1ull << PTP_PEER_BITS) - 1)
 
-struct ptp_step {
-	int peer;
-	bool send, wait;
-};
-
 struct emunic_ptp {
 	struct emunic_ptp_attr attr;
 	struct emunic_boot *boot;
@@ -48,7 +44,7 @@ struct emunic_ptp {
 	struct ibv_comp_channel *ch;
 	struct ibv_cq *cq;		/* sends and receives of every QP */
 	struct emunic_mesh *mesh;
-	struct ptp_step *step;		/* this rank's schedule */
+	struct coll_step *step;		/* this rank's schedule */
 	int nstep;
 	uint64_t *arrived;		/* by rank: signals received so far */
 	uint64_t posted, done;		/* barrier sequence numbers, from 1 */
@@ -87,34 +83,13 @@ static long long now_us(void)
 
 /* ---- schedule ------------------------------------------------------------ */
 
-static void add_step(struct emunic_ptp *p, int peer, bool send, bool wait)
-{
-	p->step[p->nstep++] = (struct ptp_step){ .peer = peer, .send = send, .wait = wait };
-}
-
 static int build_schedule(struct emunic_ptp *p)
 {
-	int n = 1, r = p->rank, max = 2;
+	int n = coll_rd_schedule(p->rank, p->size, &p->step);
 
-	while (n <= p->size / 2)
-		n *= 2;
-	for (int m = 1; m < p->size; m <<= 1)
-		max++;
-	p->step = calloc((size_t)max, sizeof(*p->step));
-	if (!p->step)
-		return -ENOMEM;
-	if (p->size == 1)
-		return 0;
-	if (r >= n) {
-		add_step(p, r - n, true, true);
-		return 0;
-	}
-	if (r + n < p->size)
-		add_step(p, r + n, false, true);
-	for (int d = 1; d < n; d <<= 1)
-		add_step(p, r ^ d, true, true);
-	if (r + n < p->size)
-		add_step(p, r + n, true, false);
+	if (n < 0)
+		return n;
+	p->nstep = n;
 	return 0;
 }
 
@@ -215,7 +190,7 @@ static int advance(struct emunic_ptp *p)
 		uint64_t seq = p->done + 1;
 
 		for (; p->cur < p->nstep; p->cur++, p->cur_sent = false) {
-			const struct ptp_step *st = &p->step[p->cur];
+			const struct coll_step *st = &p->step[p->cur];
 
 			if (st->send && !p->cur_sent) {
 				int r = post_signal(p, st->peer, seq);

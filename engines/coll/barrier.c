@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The offloaded recursive-doubling barrier (seed 003, tables I-IV), for any
- * number of ranks M.  N is the largest power of two <= M; rank r >= N (an
- * "extra" rank) is paired with r - N.  Each rank's barrier is one task list
- * on its management queue:
+ * number of ranks M: schedule.c's steps, each rank's barrier one task list
+ * on its management queue.  N is the largest power of two <= M; rank r >= N
+ * (an "extra" rank) is paired with r - N:
  *
  *   extra rank r:        SEND(r-N) SEND_EN(r-N) WAIT(r-N)*
  *   rank r < N:          [WAIT(r+N)]  then for d = 1, 2, .. N/2:
@@ -16,48 +16,13 @@
  * i.e. until every earlier WAIT there is satisfied; each WAIT counts one
  * arrival on that peer's own receive CQ and advances its base (WAIT_EN_LAST),
  * so an early signal for a later barrier is simply counted ahead.
+ *
+ * coll.c runs it through coll_barrier_alg, the table at the end.
  */
 #include "engines/coll/coll_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
-
-static int pow2_floor(int m)
-{
-	int n = 1;
-
-	while (n <= m / 2)
-		n *= 2;
-	return n;
-}
-
-static void add_step(struct emunic_coll *c, int peer, bool send, bool wait)
-{
-	c->step[c->nstep++] = (struct coll_step){ .peer = peer, .send = send, .wait = wait };
-	c->peer[peer].partner = true;
-}
-
-/* This rank's schedule; marks the partners a sparse coll connects to. */
-static void build_schedule(struct emunic_coll *c)
-{
-	int n = pow2_floor(c->size), r = c->rank;
-	bool has_extra = r < n && r + n < c->size;
-
-	if (c->size == 1)
-		return;
-	if (r >= n) {
-		add_step(c, r - n, true, true);
-		return;
-	}
-	/* The extra rank's signal first: it has entered too. */
-	if (has_extra)
-		add_step(c, r + n, false, true);
-	for (int d = 1; d < n; d <<= 1)
-		add_step(c, r ^ d, true, true);
-	/* Everyone has entered: release the extra rank. */
-	if (has_extra)
-		add_step(c, r + n, true, false);
-}
 
 /* Tasks in one barrier's list: a RECV and a WAIT per wait step, a data task
  * and a SEND_EN per send step. */
@@ -70,17 +35,16 @@ static unsigned list_len(const struct emunic_coll *c)
 	return n;
 }
 
-int coll_barrier_setup(struct emunic_coll *c)
+/* This rank's schedule; marks the partners a sparse coll connects to. */
+static int barrier_setup(struct emunic_coll *c)
 {
-	/* At most log2(M) doubling steps plus the two extra-rank steps. */
-	int max = 2;
+	int n = coll_rd_schedule(c->rank, c->size, &c->step);
 
-	for (int m = 1; m < c->size; m <<= 1)
-		max++;
-	c->step = calloc((size_t)max, sizeof(*c->step));
-	if (!c->step)
-		return -ENOMEM;
-	build_schedule(c);
+	if (n < 0)
+		return n;
+	c->nstep = n;
+	for (int i = 0; i < c->nstep; i++)
+		c->peer[c->step[i].peer].partner = true;
 	c->ntask = list_len(c);
 	c->task = calloc(c->ntask ? c->ntask : 1, sizeof(*c->task));
 	return c->task ? 0 : -ENOMEM;
@@ -159,7 +123,7 @@ static int count_sends(const struct emunic_coll *c)
 }
 
 /* Posts the next barrier; *seq is its number. */
-int coll_barrier_post(struct emunic_coll *c, uint64_t *seq)
+static int barrier_post(struct emunic_coll *c, uint64_t *seq)
 {
 	uint64_t s = c->posted + 1;
 	unsigned n;
@@ -187,7 +151,7 @@ int coll_barrier_post(struct emunic_coll *c, uint64_t *seq)
 }
 
 /* The receive window, posted once before the first barrier (as sequence 0). */
-int coll_barrier_prepost(struct emunic_coll *c)
+static int barrier_prepost(struct emunic_coll *c)
 {
 	struct emunic_task *t;
 	unsigned n = 0;
@@ -220,7 +184,7 @@ int coll_barrier_prepost(struct emunic_coll *c)
 
 /* Destroy's fence: completes once every signal this rank sent was delivered
  * (its send completion produced), so no peer is left waiting for one. */
-int coll_barrier_fence(struct emunic_coll *c, uint64_t *seq)
+static int barrier_fence(struct emunic_coll *c, uint64_t *seq)
 {
 	uint64_t s = c->posted + 1;
 	struct emunic_task t = {
@@ -240,3 +204,11 @@ int coll_barrier_fence(struct emunic_coll *c, uint64_t *seq)
 	*seq = s;
 	return 0;
 }
+
+const struct coll_alg coll_barrier_alg = {
+	.name = "barrier",
+	.setup = barrier_setup,
+	.prepost = barrier_prepost,
+	.post = barrier_post,
+	.fence = barrier_fence,
+};

@@ -1,48 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The collective object: its management queue, QPs and CQs, and the
- * application side of completion (test, wait).  The collectives themselves
- * run on the progress core; this file only posts their lists and reads MQ
- * and send-CQ completions.
+ * The collective object's life: create (the send CQ, the management queue,
+ * a QP and receive CQ per peer it talks to, connected, and the algorithm's
+ * setup and prepost, through its table c->alg), destroy (the algorithm's
+ * fence, then every object in the order the progress core lets go of them),
+ * and its attributes and names.  Completions are complete.c's, the
+ * application's calls request.c's.
  */
 #include "engines/coll/coll_int.h"
 
 #include <errno.h>
 #include <string.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #define COLL_QP_DEPTH 128	/* >= COLL_MAX_INFLIGHT + COLL_RECV_WINDOW */
-#define COLL_WAIT_SLICE_MS 100	/* how often a blocked wait looks at send errors */
-#define COLL_POLL_BATCH 16
-
-int coll_err(const struct emunic_coll *c, int err, const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	/* One write per line so ranks' messages do not interleave. */
-	fprintf(stderr, "emunic: rank %d: coll: %s\n", c->rank, buf);
-	return err < 0 ? err : -err;
-}
-
-long long coll_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int coll_timeout(const struct emunic_coll *c)
-{
-	return c->attr.timeout_ms ? c->attr.timeout_ms : 30000;
-}
 
 void emunic_coll_attr_init(struct emunic_coll_attr *a)
 {
@@ -78,231 +49,6 @@ const char *emunic_coll_conn_str(enum emunic_coll_conn c)
 int emunic_coll_qp_count(const struct emunic_coll *c)
 {
 	return c ? c->nqp : -EINVAL;
-}
-
-/* ---- completions ---------------------------------------------------------- */
-
-static int status_errno(int status)
-{
-	switch (status) {
-	case EMUNIC_WC_CANCELED: return -ECANCELED;
-	case EMUNIC_WC_TIMEOUT: return -ETIMEDOUT;
-	default: return -EIO;
-	}
-}
-
-/* Barriers from seq on report err; the first failure is the one kept. */
-static void set_err(struct emunic_coll *c, uint64_t seq, int err)
-{
-	if (!c->err || seq < c->err_seq) {
-		c->err = err;
-		c->err_seq = seq;
-	}
-}
-
-static void on_send_wc(struct emunic_coll *c, const struct emunic_wc *wc)
-{
-	uint64_t seq = wc->wr_id >> COLL_PEER_BITS;
-
-	c->sends_done++;
-	if (wc->status == EMUNIC_WC_SUCCESS)
-		return;
-	coll_err(c, 0, "barrier %llu: %s to peer %d failed: %s", (unsigned long long)seq,
-		 emunic_task_op_str(wc->op), wc->peer >= 0 ? wc->peer : (int)(wc->wr_id & COLL_PEER_MASK),
-		 emunic_wc_status_str(wc->status));
-	set_err(c, seq, status_errno(wc->status));
-}
-
-static void on_mq_wc(struct emunic_coll *c, const struct emunic_wc *wc)
-{
-	uint64_t seq = wc->wr_id >> COLL_PEER_BITS;
-	int peer = (int)(wc->wr_id & COLL_PEER_MASK);
-
-	if (wc->status == EMUNIC_WC_SUCCESS) {
-		if (seq > c->done)
-			c->done = seq;
-		return;
-	}
-	if (peer == (int)COLL_PEER_MASK)
-		coll_err(c, 0, "teardown fence (WAIT for %llu send completions) failed: %s",
-			 (unsigned long long)c->sends_posted, emunic_wc_status_str(wc->status));
-	else
-		coll_err(c, 0, "barrier %llu: %s for peer %d failed: %s", (unsigned long long)seq,
-			 emunic_task_op_str(wc->op), peer, emunic_wc_status_str(wc->status));
-	set_err(c, seq, status_errno(wc->status));
-}
-
-static int drain_sends(struct emunic_coll *c)
-{
-	struct emunic_wc wc[COLL_POLL_BATCH];
-	int n;
-
-	do {
-		n = emunic_cq_poll(c->scq, wc, COLL_POLL_BATCH);
-		if (n < 0)
-			return coll_err(c, n, "polling the send CQ failed (%d)", n);
-		for (int i = 0; i < n; i++)
-			on_send_wc(c, &wc[i]);
-	} while (n == COLL_POLL_BATCH);
-	return 0;
-}
-
-/* Reads whatever the progress core finished; never blocks. */
-int coll_progress(struct emunic_coll *c)
-{
-	struct emunic_wc wc[COLL_POLL_BATCH];
-	int n, r;
-
-	if (c->size == 1)
-		return 0;
-	r = drain_sends(c);
-	if (r)
-		return r;
-	do {
-		n = emunic_mq_poll(c->mq, wc, COLL_POLL_BATCH);
-		if (n < 0)
-			return coll_err(c, n, "polling the management queue failed (%d)", n);
-		for (int i = 0; i < n; i++)
-			on_mq_wc(c, &wc[i]);
-	} while (n == COLL_POLL_BATCH);
-	return 0;
-}
-
-/* 1 done, 0 not yet, < 0 failed.  Lists complete in order on the MQ. */
-int coll_seq_status(const struct emunic_coll *c, uint64_t seq)
-{
-	if (c->err && seq >= c->err_seq)
-		return c->err;
-	return seq <= c->done;
-}
-
-/* Names the partners whose signal for barrier seq has not arrived: each
- * partner signals exactly once a barrier, so its receive CQ count says. */
-static int report_timeout(const struct emunic_coll *c, uint64_t seq, int timeout_ms)
-{
-	char late[256] = "";
-	size_t off = 0;
-
-	for (int i = 0; i < c->nstep; i++) {
-		int p = c->step[i].peer;
-		uint64_t got;
-
-		if (!c->step[i].wait)
-			continue;
-		got = emunic_cq_count(c->peer[p].rcq);
-		if (got < seq && off < sizeof(late))
-			off += (size_t)snprintf(late + off, sizeof(late) - off, " %d (%llu of %llu)", p,
-						(unsigned long long)got, (unsigned long long)seq);
-	}
-	return coll_err(c, -ETIMEDOUT, "barrier %llu not complete after %d ms; signals missing from peer%s",
-			(unsigned long long)seq, timeout_ms, off ? late : "s: none (the progress core is behind)");
-}
-
-int coll_wait_seq(struct emunic_coll *c, uint64_t seq, int timeout_ms)
-{
-	long long deadline = timeout_ms < 0 ? -1 : coll_now_ms() + timeout_ms;
-
-	for (;;) {
-		struct emunic_wc wc;
-		long long left = COLL_WAIT_SLICE_MS;
-		int r = coll_progress(c), s;
-
-		if (r)
-			return r;
-		s = coll_seq_status(c, seq);
-		if (s)
-			return s < 0 ? s : 0;
-		if (deadline >= 0) {
-			left = deadline - coll_now_ms();
-			if (left <= 0)
-				return report_timeout(c, seq, timeout_ms);
-		}
-		/* Sliced so that a failed send (whose peer then never
-		 * signals back) is seen before the whole bound runs out. */
-		r = emunic_mq_wait(c->mq, &wc, (int)(left < COLL_WAIT_SLICE_MS ? left : COLL_WAIT_SLICE_MS));
-		if (r >= 0)
-			on_mq_wc(c, &wc);
-		else if (r != -ETIMEDOUT)
-			return coll_err(c, r, "waiting on the management queue failed (%d)", r);
-	}
-}
-
-/* ---- requests ------------------------------------------------------------ */
-
-/* A full queue (ibarriers in flight, or other engines' lists ahead in the
- * command ring) only delays a blocking barrier: retry within the bound. */
-static int post_blocking(struct emunic_coll *c, uint64_t *seq)
-{
-	long long deadline = coll_now_ms() + coll_timeout(c);
-	struct timespec nap = { 0, 50 * 1000 };
-
-	for (;;) {
-		int r = coll_progress(c);
-
-		r = r ? r : coll_barrier_post(c, seq);
-		if (r != -ENOSPC)
-			return r;
-		if (coll_timeout(c) >= 0 && coll_now_ms() > deadline)
-			return coll_err(c, r, "barrier: no room to post it for %d ms", coll_timeout(c));
-		nanosleep(&nap, NULL);
-	}
-}
-
-int emunic_barrier(struct emunic_coll *c)
-{
-	uint64_t seq;
-	int r;
-
-	if (!c)
-		return -EINVAL;
-	r = post_blocking(c, &seq);
-	return r ? r : coll_wait_seq(c, seq, coll_timeout(c));
-}
-
-int emunic_ibarrier(struct emunic_coll *c, struct emunic_coll_req **out)
-{
-	struct emunic_coll_req *req;
-	int r;
-
-	if (!c || !out)
-		return -EINVAL;
-	r = coll_progress(c);
-	if (r)
-		return r;
-	req = calloc(1, sizeof(*req));
-	if (!req)
-		return -ENOMEM;
-	req->c = c;
-	r = coll_barrier_post(c, &req->seq);
-	if (r) {
-		free(req);
-		return r;
-	}
-	c->nreq++;
-	*out = req;
-	return 0;
-}
-
-int emunic_coll_test(struct emunic_coll_req *req)
-{
-	int r;
-
-	if (!req)
-		return -EINVAL;
-	r = coll_progress(req->c);
-	return r ? r : coll_seq_status(req->c, req->seq);
-}
-
-int emunic_coll_wait(struct emunic_coll_req *req, int timeout_ms)
-{
-	int r;
-
-	if (!req)
-		return -EINVAL;
-	r = coll_wait_seq(req->c, req->seq, timeout_ms);
-	req->c->nreq--;
-	free(req);
-	return r;
 }
 
 /* ---- create / destroy ---------------------------------------------------- */
@@ -408,7 +154,7 @@ static int setup_queues(struct emunic_coll *c)
 		return coll_err(c, r, "creating the management queue (depth %u) failed (%d)", depth, r);
 	r = create_qps(c);
 	r = r ? r : connect_qps(c);
-	return r ? r : coll_barrier_prepost(c);
+	return r ? r : c->alg->prepost(c);
 }
 
 int emunic_coll_create(struct emunic_dev *dev, const struct emunic_coll_attr *a, struct emunic_coll **out)
@@ -432,8 +178,11 @@ int emunic_coll_create(struct emunic_dev *dev, const struct emunic_coll_attr *a,
 		r = -EINVAL;
 		goto fail;
 	}
+	/* The only algorithm so far; the collectives to come bring tables of
+	 * their own (struct coll_alg). */
+	c->alg = &coll_barrier_alg;
 	c->peer = calloc((size_t)c->size, sizeof(*c->peer));
-	r = c->peer ? coll_barrier_setup(c) : -ENOMEM;
+	r = c->peer ? c->alg->setup(c) : -ENOMEM;
 	if (!r && c->size > 1)
 		r = setup_queues(c);
 	if (r)
@@ -453,13 +202,13 @@ int emunic_coll_destroy(struct emunic_coll *c)
 	if (!c)
 		return -EINVAL;
 	if (c->nreq)
-		return coll_err(c, -EBUSY, "destroy with %d barrier request(s) not waited", c->nreq);
+		return coll_err(c, -EBUSY, "destroy with %d %s request(s) not waited", c->nreq, c->alg->name);
 	/* The fence runs after every barrier on the MQ: with one failed or
 	 * still stuck (timed out) it would never run, and the peers such a
 	 * barrier waits for are not coming anyway. */
 	r = coll_progress(c);
 	if (!r && !c->err && c->done == c->posted) {
-		r = coll_barrier_fence(c, &fence);
+		r = c->alg->fence(c, &fence);
 		if (!r && fence)
 			r = coll_wait_seq(c, fence, coll_timeout(c));
 	}

@@ -1,10 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* Private to engines/coll: the collective object and its barrier schedule. */
+/*
+ * Private to engines/coll: the collective object, the ops table through
+ * which it runs its algorithm, and what its files give each other.  Calls
+ * point one way: request.c and coll.c to complete.c, coll.c to the
+ * algorithms' tables, every file to common.c and schedule.c.
+ */
 #ifndef EMUNIC_COLL_INT_H
 #define EMUNIC_COLL_INT_H
 
 #include <stdbool.h>
 #include <emunic/coll.h>
+
+#include "engines/coll/schedule.h"
 
 /* Barriers one coll may have in flight; bounds every queue depth below. */
 #define COLL_MAX_INFLIGHT 64
@@ -24,15 +31,33 @@ struct coll_peer {
 	bool partner;			/* the barrier exchanges signals with it */
 };
 
-/* One step of this rank's barrier: signal peer, then (or only) wait for it. */
-struct coll_step {
-	int peer;
-	bool send, wait;
+struct emunic_coll;
+
+/*
+ * An algorithm: what coll.c calls, so that it names no algorithm's
+ * functions and each collective to come (ibcast, iallreduce, ialltoall,
+ * igather) is a file with a table of its own.  Each returns 0 or a negative
+ * errno.
+ */
+struct coll_alg {
+	const char *name;		/* in error lines: "barrier 7: ..." */
+	/* At create, before any QP: c->step, c->nstep, the partners (which
+	 * sparse connections are made to), c->task and c->ntask. */
+	int (*setup)(struct emunic_coll *c);
+	/* Once every QP is connected: the receives ahead of the first post. */
+	int (*prepost)(struct emunic_coll *c);
+	/* Posts the next operation; *seq is its number, complete once
+	 * c->done reaches it.  -ENOSPC: too many in flight, post it later. */
+	int (*post)(struct emunic_coll *c, uint64_t *seq);
+	/* Destroy's fence: *seq completes once every signal this rank sent was
+	 * delivered (0: nothing to wait for). */
+	int (*fence)(struct emunic_coll *c, uint64_t *seq);
 };
 
 struct emunic_coll {
 	struct emunic_dev *dev;
 	struct emunic_coll_attr attr;
+	const struct coll_alg *alg;	/* what it runs (coll_barrier_alg so far) */
 	int rank, size;
 	struct emunic_mq *mq;
 	struct emunic_cq *scq;		/* every QP's sends, drained by progress */
@@ -54,21 +79,22 @@ struct emunic_coll_req {
 	uint64_t seq;
 };
 
-/* "emunic: rank R: coll: ..." on stderr; returns err (negative). */
+/* common.c.  "emunic: rank R: coll: ..." on stderr; returns err (negative). */
 int coll_err(const struct emunic_coll *c, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* The timeout bound of create, barrier and destroy: attr.timeout_ms, 0 is 30000. */
 int coll_timeout(const struct emunic_coll *c);
 long long coll_now_ms(void);
 
-/* barrier.c */
-int coll_barrier_setup(struct emunic_coll *c);
-int coll_barrier_post(struct emunic_coll *c, uint64_t *seq);
-int coll_barrier_prepost(struct emunic_coll *c);
-int coll_barrier_fence(struct emunic_coll *c, uint64_t *seq);
+/* barrier.c: the recursive-doubling barrier (schedule.c's) as task lists. */
+extern const struct coll_alg coll_barrier_alg;
 
-/* coll.c */
+/* complete.c: reads what the progress core finished; never blocks. */
 int coll_progress(struct emunic_coll *c);
+/* 1 done, 0 not yet, < 0 the error operation seq failed with. */
 int coll_seq_status(const struct emunic_coll *c, uint64_t seq);
+/* 0 once seq is done, -ETIMEDOUT (naming the late peers) or its error. */
 int coll_wait_seq(struct emunic_coll *c, uint64_t seq, int timeout_ms);
 
 #endif

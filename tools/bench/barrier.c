@@ -761,7 +761,7 @@ static int barrier_opt(const char *cmd, const char *name, int val, const char *a
 	return 0;
 }
 
-/* 0, EXIT_USAGE, or -1 for --help (printed). */
+/* 0, EXIT_USAGE, or BENCH_HELP for --help. */
 static int barrier_parse(int argc, char **argv, struct bar_opts *o)
 {
 	static const struct option lo[] = {
@@ -798,7 +798,7 @@ int bench_barrier_main(int argc, char **argv)
 	o.idle[0] = EMUNIC_IDLE_DEFAULT;
 	r = barrier_parse(argc, argv, &o);
 	if (r)
-		return r < 0 ? 0 : r;
+		return r;	/* EXIT_USAGE, or BENCH_HELP: main.c prints the manual */
 	if (!o.no_ptp) {
 		im[n].ptp = true;
 		snprintf(im[n++].name, sizeof(im[0].name), "ptp");

@@ -10,9 +10,10 @@
  *  - the option machinery of opts.c: the table entries every subcommand
  *    ends its options with, bench_parse_opts and the parsers of values;
  *  - each subcommand's entry point and --help section (barrier.c, trig.c,
- *    rndv.c, p2p.c, conn.c, faults.c), for the table in main.c, and main.c's
- *    bench_print_help.
- * main.c says what the subcommands are and how a new one is added.
+ *    rndv.c, p2p.c, conn.c, faults.c), for the table in main.c.
+ * main.c says what the subcommands are and how a new one is added.  Calls
+ * point one way: main.c to the subcommands, they to opts.c and common.c;
+ * nothing calls main.c, which is why --help comes back to it as BENCH_HELP.
  */
 #ifndef EMUNIC_BENCH_H
 #define EMUNIC_BENCH_H
@@ -27,6 +28,9 @@
 
 #define EXIT_USAGE 2
 #define EXIT_RUN 3
+/* Not an exit status: bench_parse_opts, and so a subcommand's main, return
+ * it for --help; main.c, which holds the manual, prints it and exits 0. */
+#define BENCH_HELP (-1)
 
 /* ---- common.c ------------------------------------------------------------ */
 
@@ -119,9 +123,10 @@ int bench_opt_double(const char *cmd, const char *name, const char *arg, double 
 size_t bench_parse_size(const char *s);
 bool bench_each_item(const char *list, bool (*item)(void *, const char *), void *o);
 
-/* ---- the subcommands and main.c ------------------------------------------ */
+/* ---- the subcommands, for main.c ------------------------------------------ */
 
-/* argv[0] is the subcommand's name; each returns the exit status. */
+/* argv[0] is the subcommand's name; each returns the exit status, or
+ * BENCH_HELP. */
 int bench_barrier_main(int argc, char **argv);
 int bench_trig_main(int argc, char **argv);
 int bench_rndv_main(int argc, char **argv);
@@ -136,8 +141,5 @@ extern const char bench_rndv_help[];
 extern const char bench_p2p_help[];
 extern const char bench_conn_help[];
 extern const char bench_faults_help[];
-
-/* The manual to f: every subcommand's section, or only that of `only`. */
-void bench_print_help(FILE *f, const char *only);
 
 #endif

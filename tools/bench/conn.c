@@ -384,7 +384,7 @@ static int conn_opt(const char *cmd, const char *name, int val, const char *arg,
 	return 0;
 }
 
-/* 0, EXIT_USAGE, or -1 for --help (printed). */
+/* 0, EXIT_USAGE, or BENCH_HELP for --help. */
 static int conn_parse(int argc, char **argv, struct cn_opts *o)
 {
 	static const struct option lo[] = {
@@ -430,7 +430,7 @@ int bench_conn_main(int argc, char **argv)
 	int r = conn_parse(argc, argv, &o);
 
 	if (r)
-		return r < 0 ? 0 : r;
+		return r;	/* EXIT_USAGE, or BENCH_HELP: main.c prints the manual */
 	r = bench_init(&b, "conn", o.csv);
 	r = r ? r : conn_ranks(&b);
 	if (!r && !(all = calloc((size_t)b.size, sizeof(*all))))

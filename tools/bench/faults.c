@@ -286,7 +286,7 @@ int bench_faults_main(int argc, char **argv)
 	int r = ft_parse(argc, argv, &o);
 
 	if (r)
-		return r < 0 ? 0 : r;
+		return r;	/* EXIT_USAGE, or BENCH_HELP: main.c prints the manual */
 	r = bench_init(&b, "faults", o.csv);
 	r = r ? r : bench_two_ranks(&b);
 	if (!r)

@@ -153,7 +153,8 @@ static const struct subcmd subcmds[] = {
 
 #define NSUBCMDS ((int)(sizeof(subcmds) / sizeof(subcmds[0])))
 
-void bench_print_help(FILE *f, const char *only)
+/* The manual to f: every subcommand's section, or only that of `only`. */
+static void print_help(FILE *f, const char *only)
 {
 	fputs(main_help_head, f);
 	for (int i = 0; i < NSUBCMDS; i++)
@@ -173,11 +174,20 @@ int main(int argc, char **argv)
 		return bench_usage_error(NULL, "no subcommand");
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
 		if (bench_speaks())
-			bench_print_help(stdout, argc > 2 ? argv[2] : NULL);
+			print_help(stdout, argc > 2 ? argv[2] : NULL);
 		return 0;
 	}
-	for (int i = 0; i < NSUBCMDS; i++)
-		if (!strcmp(argv[1], subcmds[i].name))
-			return subcmds[i].run(argc - 1, argv + 1);
+	for (int i = 0; i < NSUBCMDS; i++) {
+		int r;
+
+		if (strcmp(argv[1], subcmds[i].name))
+			continue;
+		r = subcmds[i].run(argc - 1, argv + 1);
+		/* `SUBCOMMAND --help`: the subcommand only parsed it; the
+		 * manual is this file's, so opts.c never calls back here. */
+		if (r == BENCH_HELP && bench_speaks())
+			print_help(stdout, subcmds[i].name);
+		return r == BENCH_HELP ? 0 : r;
+	}
 	return bench_usage_error(NULL, "unknown subcommand '%s'", argv[1]);
 }

@@ -56,7 +56,8 @@ static bool parse_double(const char *s, double lo, double hi, double *out)
 
 /* getopt_long over argv (argv[0] the subcommand): the common options,
  * --help, an unknown or incomplete option and a stray argument are handled
- * here, the rest by on_opt.  0, EXIT_USAGE, or -1 for --help (printed). */
+ * here, the rest by on_opt.  0, EXIT_USAGE, or BENCH_HELP for --help, which
+ * the subcommand hands back to main.c to print. */
 int bench_parse_opts(const char *cmd, int argc, char **argv, const struct option *lo, opt_fn on_opt, void *ctx,
 		     struct common_opts *com)
 {
@@ -68,11 +69,8 @@ int bench_parse_opts(const char *cmd, int argc, char **argv, const struct option
 		const char *name = NULL;
 
 		r = 0;
-		if (c == 'h') {
-			if (bench_speaks())
-				bench_print_help(stdout, cmd);
-			return -1;
-		}
+		if (c == 'h')
+			return BENCH_HELP;
 		if (c == ':')
 			return bench_usage_error(cmd, "%s needs a value", argv[optind - 1]);
 		for (int i = 0; lo[i].name && !name; i++)

@@ -632,7 +632,7 @@ static int p2p_opt(const char *cmd, const char *name, int val, const char *arg, 
 	return 0;
 }
 
-/* 0, EXIT_USAGE, or -1 for --help (printed). */
+/* 0, EXIT_USAGE, or BENCH_HELP for --help. */
 static int p2p_parse(int argc, char **argv, struct pp_opts *o)
 {
 	static const struct option lo[] = {
@@ -673,7 +673,7 @@ int bench_p2p_main(int argc, char **argv)
 	int r = p2p_parse(argc, argv, &o);
 
 	if (r)
-		return r < 0 ? 0 : r;
+		return r;	/* EXIT_USAGE, or BENCH_HELP: main.c prints the manual */
 	r = bench_init(&b, "p2p", o.csv);
 	r = r ? r : bench_two_ranks(&b);
 	/* The clock read each timed call costs, taken off. */

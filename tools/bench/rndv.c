@@ -656,7 +656,7 @@ static int rndv_opt(const char *cmd, const char *name, int val, const char *arg,
 	return 0;
 }
 
-/* 0, EXIT_USAGE, or -1 for --help (printed). */
+/* 0, EXIT_USAGE, or BENCH_HELP for --help. */
 static int rndv_parse(int argc, char **argv, struct rv_opts *o)
 {
 	static const struct option lo[] = {
@@ -708,7 +708,7 @@ int bench_rndv_main(int argc, char **argv)
 	o.first = ra.first;
 	r = rndv_parse(argc, argv, &o);
 	if (r)
-		return r < 0 ? 0 : r;
+		return r;	/* EXIT_USAGE, or BENCH_HELP: main.c prints the manual */
 	r = bench_init(&b, "rndv", o.csv);
 	r = r ? r : bench_two_ranks(&b);
 	r = r ? r : rv_bufs_alloc(&b, &o, &bf);

@@ -426,7 +426,7 @@ static int trig_opt(const char *cmd, const char *name, int val, const char *arg,
 	return 0;
 }
 
-/* 0, EXIT_USAGE, or -1 for --help (printed). */
+/* 0, EXIT_USAGE, or BENCH_HELP for --help. */
 static int trig_parse(int argc, char **argv, struct trig_opts *o)
 {
 	static const struct option lo[] = {
@@ -456,7 +456,7 @@ int bench_trig_main(int argc, char **argv)
 	int r = trig_parse(argc, argv, &o), t;
 
 	if (r)
-		return r < 0 ? 0 : r;
+		return r;	/* EXIT_USAGE, or BENCH_HELP: main.c prints the manual */
 	r = bench_init(&b, "trig", o.csv);
 	r = r ? r : bench_two_ranks(&b);
 	r = r ? r : bench_calibrate(&b);

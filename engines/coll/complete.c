@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The application side of completion: reading what the progress core
+ * finished (MQ completions: an operation done or failed; send-CQ
+ * completions: a signal delivered or failed), keeping the first failure,
+ * and waiting for an operation with a bound that names the late peers.
+ * The collectives themselves run on the progress core; nothing here posts.
+ */
+#include "engines/coll/coll_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+#define COLL_WAIT_SLICE_MS 100	/* how often a blocked wait looks at send errors */
+#define COLL_POLL_BATCH 16
+
+static int status_errno(int status)
+{
+	switch (status) {
+	case EMUNIC_WC_CANCELED: return -ECANCELED;
+	case EMUNIC_WC_TIMEOUT: return -ETIMEDOUT;
+	default: return -EIO;
+	}
+}
+
+/* Barriers from seq on report err; the first failure is the one kept. */
+static void set_err(struct emunic_coll *c, uint64_t seq, int err)
+{
+	if (!c->err || seq < c->err_seq) {
+		c->err = err;
+		c->err_seq = seq;
+	}
+}
+
+static void on_send_wc(struct emunic_coll *c, const struct emunic_wc *wc)
+{
+	uint64_t seq = wc->wr_id >> COLL_PEER_BITS;
+
+	c->sends_done++;
+	if (wc->status == EMUNIC_WC_SUCCESS)
+		return;
+	coll_err(c, 0, "%s %llu: %s to peer %d failed: %s", c->alg->name, (unsigned long long)seq,
+		 emunic_task_op_str(wc->op), wc->peer >= 0 ? wc->peer : (int)(wc->wr_id & COLL_PEER_MASK),
+		 emunic_wc_status_str(wc->status));
+	set_err(c, seq, status_errno(wc->status));
+}
+
+static void on_mq_wc(struct emunic_coll *c, const struct emunic_wc *wc)
+{
+	uint64_t seq = wc->wr_id >> COLL_PEER_BITS;
+	int peer = (int)(wc->wr_id & COLL_PEER_MASK);
+
+	if (wc->status == EMUNIC_WC_SUCCESS) {
+		if (seq > c->done)
+			c->done = seq;
+		return;
+	}
+	if (peer == (int)COLL_PEER_MASK)
+		coll_err(c, 0, "teardown fence (WAIT for %llu send completions) failed: %s",
+			 (unsigned long long)c->sends_posted, emunic_wc_status_str(wc->status));
+	else
+		coll_err(c, 0, "%s %llu: %s for peer %d failed: %s", c->alg->name, (unsigned long long)seq,
+			 emunic_task_op_str(wc->op), peer, emunic_wc_status_str(wc->status));
+	set_err(c, seq, status_errno(wc->status));
+}
+
+static int drain_sends(struct emunic_coll *c)
+{
+	struct emunic_wc wc[COLL_POLL_BATCH];
+	int n;
+
+	do {
+		n = emunic_cq_poll(c->scq, wc, COLL_POLL_BATCH);
+		if (n < 0)
+			return coll_err(c, n, "polling the send CQ failed (%d)", n);
+		for (int i = 0; i < n; i++)
+			on_send_wc(c, &wc[i]);
+	} while (n == COLL_POLL_BATCH);
+	return 0;
+}
+
+/* Reads whatever the progress core finished; never blocks. */
+int coll_progress(struct emunic_coll *c)
+{
+	struct emunic_wc wc[COLL_POLL_BATCH];
+	int n, r;
+
+	if (c->size == 1)
+		return 0;
+	r = drain_sends(c);
+	if (r)
+		return r;
+	do {
+		n = emunic_mq_poll(c->mq, wc, COLL_POLL_BATCH);
+		if (n < 0)
+			return coll_err(c, n, "polling the management queue failed (%d)", n);
+		for (int i = 0; i < n; i++)
+			on_mq_wc(c, &wc[i]);
+	} while (n == COLL_POLL_BATCH);
+	return 0;
+}
+
+/* 1 done, 0 not yet, < 0 failed.  Lists complete in order on the MQ. */
+int coll_seq_status(const struct emunic_coll *c, uint64_t seq)
+{
+	if (c->err && seq >= c->err_seq)
+		return c->err;
+	return seq <= c->done;
+}
+
+/* Names the partners whose signal for barrier seq has not arrived: each
+ * partner signals exactly once a barrier, so its receive CQ count says. */
+static int report_timeout(const struct emunic_coll *c, uint64_t seq, int timeout_ms)
+{
+	char late[256] = "";
+	size_t off = 0;
+
+	for (int i = 0; i < c->nstep; i++) {
+		int p = c->step[i].peer;
+		uint64_t got;
+
+		if (!c->step[i].wait)
+			continue;
+		got = emunic_cq_count(c->peer[p].rcq);
+		if (got < seq && off < sizeof(late))
+			off += (size_t)snprintf(late + off, sizeof(late) - off, " %d (%llu of %llu)", p,
+						(unsigned long long)got, (unsigned long long)seq);
+	}
+	return coll_err(c, -ETIMEDOUT, "%s %llu not complete after %d ms; signals missing from peer%s",
+			c->alg->name, (unsigned long long)seq, timeout_ms,
+			off ? late : "s: none (the progress core is behind)");
+}
+
+int coll_wait_seq(struct emunic_coll *c, uint64_t seq, int timeout_ms)
+{
+	long long deadline = timeout_ms < 0 ? -1 : coll_now_ms() + timeout_ms;
+
+	for (;;) {
+		struct emunic_wc wc;
+		long long left = COLL_WAIT_SLICE_MS;
+		int r = coll_progress(c), s;
+
+		if (r)
+			return r;
+		s = coll_seq_status(c, seq);
+		if (s)
+			return s < 0 ? s : 0;
+		if (deadline >= 0) {
+			left = deadline - coll_now_ms();
+			if (left <= 0)
+				return report_timeout(c, seq, timeout_ms);
+		}
+		/* Sliced so that a failed send (whose peer then never
+		 * signals back) is seen before the whole bound runs out. */
+		r = emunic_mq_wait(c->mq, &wc, (int)(left < COLL_WAIT_SLICE_MS ? left : COLL_WAIT_SLICE_MS));
+		if (r >= 0)
+			on_mq_wc(c, &wc);
+		else if (r != -ETIMEDOUT)
+			return coll_err(c, r, "waiting on the management queue failed (%d)", r);
+	}
+}

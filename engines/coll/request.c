@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The barrier calls of <emunic/coll.h>: emunic_barrier (post, then wait
+ * within the bound), emunic_ibarrier (post only) and a request's test and
+ * wait.  Posting goes through the algorithm's table (c->alg), completion
+ * through complete.c.
+ */
+#include "engines/coll/coll_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* A full queue (ibarriers in flight, or other engines' lists ahead in the
+ * command ring) only delays a blocking barrier: retry within the bound. */
+static int post_blocking(struct emunic_coll *c, uint64_t *seq)
+{
+	long long deadline = coll_now_ms() + coll_timeout(c);
+	struct timespec nap = { 0, 50 * 1000 };
+
+	for (;;) {
+		int r = coll_progress(c);
+
+		r = r ? r : c->alg->post(c, seq);
+		if (r != -ENOSPC)
+			return r;
+		if (coll_timeout(c) >= 0 && coll_now_ms() > deadline)
+			return coll_err(c, r, "%s: no room to post it for %d ms", c->alg->name, coll_timeout(c));
+		nanosleep(&nap, NULL);
+	}
+}
+
+int emunic_barrier(struct emunic_coll *c)
+{
+	uint64_t seq;
+	int r;
+
+	if (!c)
+		return -EINVAL;
+	r = post_blocking(c, &seq);
+	return r ? r : coll_wait_seq(c, seq, coll_timeout(c));
+}
+
+int emunic_ibarrier(struct emunic_coll *c, struct emunic_coll_req **out)
+{
+	struct emunic_coll_req *req;
+	int r;
+
+	if (!c || !out)
+		return -EINVAL;
+	r = coll_progress(c);
+	if (r)
+		return r;
+	req = calloc(1, sizeof(*req));
+	if (!req)
+		return -ENOMEM;
+	req->c = c;
+	r = c->alg->post(c, &req->seq);
+	if (r) {
+		free(req);
+		return r;
+	}
+	c->nreq++;
+	*out = req;
+	return 0;
+}
+
+int emunic_coll_test(struct emunic_coll_req *req)
+{
+	int r;
+
+	if (!req)
+		return -EINVAL;
+	r = coll_progress(req->c);
+	return r ? r : coll_seq_status(req->c, req->seq);
+}
+
+int emunic_coll_wait(struct emunic_coll_req *req, int timeout_ms)
+{
+	int r;
+
+	if (!req)
+		return -EINVAL;
+	r = coll_wait_seq(req->c, req->seq, timeout_ms);
+	req->c->nreq--;
+	free(req);
+	return r;
+}

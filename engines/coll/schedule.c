@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The recursive-doubling barrier schedule (see schedule.h), for any number
+ * of ranks M.  N is the largest power of two <= M; rank r >= N (an "extra"
+ * rank) is paired with r - N:
+ *
+ *   extra rank r:        signal r-N and wait for it (its release)
+ *   rank r < N:          [wait for r+N]  then for d = 1, 2, .. N/2:
+ *                        signal r^d and wait for it
+ *                        [signal r+N]
+ *
+ * so every partner signals exactly once a barrier, which is what lets both
+ * users match signals by counting them.
+ */
+#include "engines/coll/schedule.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static int pow2_floor(int m)
+{
+	int n = 1;
+
+	while (n <= m / 2)
+		n *= 2;
+	return n;
+}
+
+static void add_step(struct coll_step *step, int *n, int peer, bool send, bool wait)
+{
+	step[(*n)++] = (struct coll_step){ .peer = peer, .send = send, .wait = wait };
+}
+
+int coll_rd_schedule(int rank, int size, struct coll_step **out)
+{
+	int n = pow2_floor(size), r = rank, nstep = 0, max = 2;
+	bool has_extra = r < n && r + n < size;
+	struct coll_step *step;
+
+	/* At most log2(M) doubling steps plus the two extra-rank steps. */
+	for (int m = 1; m < size; m <<= 1)
+		max++;
+	step = calloc((size_t)max, sizeof(*step));
+	if (!step)
+		return -ENOMEM;
+	*out = step;
+	if (size == 1)
+		return 0;
+	if (r >= n) {
+		add_step(step, &nstep, r - n, true, true);
+		return nstep;
+	}
+	/* The extra rank's signal first: it has entered too. */
+	if (has_extra)
+		add_step(step, &nstep, r + n, false, true);
+	for (int d = 1; d < n; d <<= 1)
+		add_step(step, &nstep, r ^ d, true, true);
+	/* Everyone has entered: release the extra rank. */
+	if (has_extra)
+		add_step(step, &nstep, r + n, true, false);
+	return nstep;
+}

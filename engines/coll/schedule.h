@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engines/coll/schedule.h — the recursive-doubling barrier schedule (seed
+ * 003, tables I-IV): which peers a rank signals and waits for, in which
+ * order.  One definition for the offloaded barrier (engines/coll/barrier.c)
+ * and the host-progressed baseline (baseline/ptp_barrier.c), so that the
+ * benchmark compares two ways of running the same algorithm, never two
+ * algorithms.  Pure: no verbs, no emunic objects.
+ */
+#ifndef EMUNIC_COLL_SCHEDULE_H
+#define EMUNIC_COLL_SCHEDULE_H
+
+#include <stdbool.h>
+
+/* One step of a rank's barrier: signal peer, then (or only) wait for it. */
+struct coll_step {
+	int peer;
+	bool send, wait;
+};
+
+/*
+ * Rank's schedule in a job of size ranks (0 <= rank < size), in a new array
+ * (free() it) at *out: the number of steps (0 for one rank alone), or
+ * -ENOMEM.  A rank's partners are the peers its steps name.
+ */
+int coll_rd_schedule(int rank, int size, struct coll_step **out);
+
+#endif
