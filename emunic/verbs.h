@@ -71,7 +71,7 @@ struct emunic_conn_hello {
 	int32_t rank;
 	int32_t index;		/* the k-th QP between the two ranks */
 	uint32_t flags;		/* EMUNIC_HELLO_* */
-	/* Reconnection (emunic/core/reconnect.c): the connection being made,
+	/* Reconnection (emunic/cm/reconnect.c): the connection being made,
 	 * the sender's last ones that came up and that it joined, and how many
 	 * writes-with-immediate arrived on the latest connection anything
 	 * arrived on. */

@@ -27,7 +27,7 @@ METRICS = {
     "barrier_latency": "us", "barrier_latency_p50": "us",
     "ibarrier_latency": "us", "ibarrier_latency_p50": "us",
     "app_cpu_post_wait": "us", "app_cpu_post_overlap": "us", "app_cpu_wait_overlap": "us",
-    "cpu_avail_test_loop": "%", "test_loop_time_p50": "us", "tests_per_call": "count",
+    "app_cpu_barrier": "us", "cpu_avail_test_loop": "%", "test_loop_time_p50": "us", "tests_per_call": "count",
     "cpu_avail_work_slice": "%",
 }
 METRICS.update({m: "us" for m in SWEEP})
@@ -79,8 +79,14 @@ def test_barrier_bench_two_ranks(rxe):
     for impl in ("mq-sleep", "mq-spin"):
         assert len(re.findall(r"^\s+%s/ptp\s+[\d.]+x" % impl, out, re.M)) == 2, (impl, out)
     # Targets: a verdict each, a count at the end; never asserted.
+    # 4 of the seed's targets and 6 of the engine's (issue 18) an mq impl.
     verdicts = re.findall(r"^\s+(met|MISSED|n/a)\s+(.+?)\s{2,}(mq-\w+)", out, re.M)
-    assert len(verdicts) == 2 * 4, out
+    assert len(verdicts) == 2 * (4 + 6), out
+    assert "engine targets (issue 18), 2 ranks:" in out, out
+    for what in ("barrier mean mq/ptp <= 1.15x", "ibarrier mean mq/ptp <= 1.15x",
+                 "blocking barrier app CPU mq/ptp <= 1.10x", "overlapped ibarrier CPU mq/ptp <= 0.30x",
+                 "availability (fig. 7) >= 50%", "availability mq/ptp >= 3x"):
+        assert len([v for v in verdicts if v[1].strip() == what]) == 2, (what, out)
     assert re.search(r"^\s+\d+ target\(s\) missed$", out, re.M), out
 
     rows, text = read_csv(path)
@@ -483,7 +489,10 @@ def test_faults_bench_quick(rxe):
     assert set(rows) == {"0%", "0.5%"}, out
     assert rows["0%"][1] == "0" and rows["0%"][2] == "0" and rows["0%"][5] == "1.00", out
     assert int(rows["0.5%"][1]) >= 1 and int(rows["0.5%"][2]) >= 1, out
-    assert float(rows["0.5%"][6]) > 0, out
+    # The cost a reconnection is a timing (noise can make it negative when a
+    # reconnection is cheap, as it is since the engine of issue 18): printed,
+    # never asserted beyond being a number.
+    float(rows["0.5%"][6])
     assert "Every message arrived once, in order, byte-exact (checked on rank 1)." in out, out
     csv_rows, text = read_csv(path, FAULTS_HEADER)
     by = {(r["impl"], r["metric"]): r for r in csv_rows}
@@ -503,3 +512,31 @@ def test_faults_bench_usage():
         assert "usage:" in out and "emunic-bench faults --help" in out, (args, out)
     rc, out = host("%s faults --quick" % BENCH)
     assert rc == 2 and "faults needs exactly 2 ranks (emunic-run -n 2), not 1" in out, out
+
+
+# ---- idle -----------------------------------------------------------------------
+
+IDLE_HEADER = ["bench", "impl", "ranks", "metric", "value", "unit", "ratio_vs_closed"]
+
+
+def test_idle_bench(rxe):
+    """Two ranks, each asleep 2 s with no device and 2 s with a connected one:
+    the table, the target line (met or MISSED, never asserted) and the CSV."""
+    path = csv_path("test-idle.csv")
+    rc, out = rxe.run("%s -n 2 -t 120 %s idle --seconds 2 --csv %s" % (RUN, BENCH, path), timeout=180)
+    assert rc == 0, out
+    assert "emunic-bench idle: what an idle device costs" in out, out
+    assert re.search(r"^\s+closed\s+" + NUM + r"\s+-$", out, re.M), out
+    assert re.search(r"^\s+open\s+" + NUM + r"\s+" + NUM + "$", out, re.M), out
+    assert re.search(r"^\s+(met|MISSED)\s+idle device CPU <= 1% of a CPU\s+open\s+" + NUM + "%", out, re.M), out
+    rows, text = read_csv(path, IDLE_HEADER)
+    by = {(r["impl"], r["metric"]): r for r in rows}
+    assert set(by) == {("closed", "cpu_pct"), ("open", "cpu_pct"), ("open", "core_wakes_per_s")}, text
+    assert all(float(r["value"]) >= 0 and r["ranks"] == "2" for r in rows), text
+
+
+def test_idle_bench_usage():
+    for args in ("idle --seconds 0", "idle --seconds x", "idle --bogus", "idle extra"):
+        rc, out = host("%s %s" % (BENCH, args))
+        assert rc == 2, (args, out)
+        assert "usage:" in out and "emunic-bench idle --help" in out, (args, out)

@@ -11,6 +11,7 @@ CHECKS = {
     "wait_nth": "WAIT completes at the n-th completion and not one before",
     "wait_base": "the wait base advances on WAIT_EN_LAST",
     "consumed": "completions consumed by a WAIT are not returned to the app's poll",
+    "consumed_after": "the same when the completions arrived before the WAIT was posted",
     "signal_once": "SIGNAL produces exactly one MQ completion",
     "no_interleave": "two task lists posted together are not interleaved",
     "rnr": "a receive not yet enabled makes the sender see RNR (rnr_retry 0)",
@@ -67,3 +68,24 @@ def test_progress_cores_pinned_apart(rxe):
     assert "rank 0: debug: device rxe0: progress core started" in out and "cpu 0)" in out, out
     assert "rank 1: debug: device rxe0: progress core started" in out and "cpu 1)" in out, out
     assert "cannot pin" not in out, out
+
+
+def test_core_runs_at_real_time_priority(rxe):
+    """Where SCHED_FIFO is allowed (root in the guest) the core takes it."""
+    rc, out = rxe.run("EMUNIC_DEBUG=1 %s/emunic-run -n 2 -t 60 %s/emunic-mqtest held" % (BIN, BIN), timeout=90)
+    assert rc == 0, out
+    assert out.count("progress core at real-time priority (SCHED_FIFO") == 2, out
+    assert "real-time priority not permitted" not in out, out
+
+
+@pytest.mark.parametrize("check", ["held", "consumed", "signal_once"])
+def test_real_time_not_permitted_falls_back(rxe, check):
+    """Without CAP_SYS_NICE and with RLIMIT_RTPRIO 0, SCHED_FIFO fails: one
+    notice a rank, the core runs at normal priority, the rules still hold."""
+    rc, out = rxe.run("ulimit -r 0; EMUNIC_DEBUG=1 setpriv --inh-caps=-sys_nice --bounding-set=-sys_nice "
+                      "%s/emunic-run -n 2 -t 60 %s/emunic-mqtest %s" % (BIN, BIN, check), timeout=90)
+    assert rc == 0, out
+    assert "emunic-mqtest: %s: PASS" % check in out, out
+    assert out.count("progress core: real-time priority not permitted (SCHED_FIFO: Operation not permitted); "
+                     "running at normal priority") == 2, out
+    assert "progress core at real-time priority" not in out, out

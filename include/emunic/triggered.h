@@ -15,13 +15,15 @@
  * Operations (put, get, fetch-and-add, ct-inc, ct-set) go over QPs created
  * EMUNIC_QP_TRIGGERED.  emunic_op_post runs one now; emunic_trig_post runs it
  * once a counter reaches a threshold.  The rules (DESIGN.md, "Triggered
- * operations"), all enforced in emunic/triggered/fire.c:
+ * operations"), all enforced in emunic/triggered/settle.c:
  *  - a trigger (ct, threshold) fires once, when ct.success + ct.failure >=
  *    threshold; a threshold already met fires at once;
  *  - triggers on one counter fire in threshold order, ties in posting order;
  *  - the operation's arguments are copied when it is posted;
- *  - only the progress core fires triggers: an app's emunic_ct_inc/set is a
- *    request to the core, never a firing on the app's thread;
+ *  - only the engine fires triggers, under its token: an app's
+ *    emunic_ct_inc/set is an op queued behind the posts before it, like any
+ *    post (the token's holder, which may be the calling thread when the
+ *    token is free, runs it); event handlers never run inside a post;
  *  - posting never blocks: a full trigger table (emunic_dev_attr.trig_entries)
  *    or command ring gives -ENOSPC.  Transport resources (a QP's send queue)
  *    are taken when an operation fires, not while it waits;

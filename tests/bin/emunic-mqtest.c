@@ -243,6 +243,41 @@ static void t_consumed(void)
 	}
 }
 
+/* The same rule when the completions come first and the WAIT after them
+ * (issue 18, item 6): what the app's poll sees must not depend on the order. */
+static void t_consumed_after(void)
+{
+	struct emunic_wc wc[8];
+
+	setup(0, 7);
+	if (T->rank == 1)
+		recvs(3);
+	sync_ranks();
+	if (T->rank == 0)
+		sends(2);
+	if (T->rank == 1) {
+		int n;
+
+		CHECK(await(T->rcq, 2) == 2, "2 sends did not arrive");
+		post1(ctl(EMUNIC_TASK_WAIT, 2, EMUNIC_TASK_SIGNAL));
+		CHECK(emunic_mq_wait(T->mq, &wc[0], 5000) == 0 && wc[0].wr_id == 1002,
+		      "the WAIT(2) posted after 2 completions did not complete");
+		n = emunic_cq_poll(T->rcq, wc, 8);
+		CHECK(n == 0, "poll returned %d completion(s) the WAIT covered (first wr_id %llu)", n,
+		      n > 0 ? (unsigned long long)wc[0].wr_id : 0ull);
+	}
+	sync_ranks();
+	if (T->rank == 0)
+		sends(1);
+	if (T->rank == 1) {
+		int n;
+
+		CHECK(await(T->rcq, 3) == 3, "the 3rd send did not arrive");
+		n = emunic_cq_poll(T->rcq, wc, 8);
+		CHECK(n == 1 && wc[0].wr_id == 2, "poll returned %d completions, expected only the 3rd", n);
+	}
+}
+
 static void t_signal_once(void)
 {
 	struct emunic_task l[3];
@@ -431,6 +466,7 @@ static void t_invalid(void)
 static const struct { const char *name; void (*fn)(void); } checks[] = {
 	{ "held", t_held }, { "enable_n", t_enable_n }, { "enable_too_many", t_enable_too_many },
 	{ "wait_nth", t_wait_nth }, { "wait_base", t_wait_base }, { "consumed", t_consumed },
+	{ "consumed_after", t_consumed_after },
 	{ "signal_once", t_signal_once }, { "no_interleave", t_no_interleave }, { "rnr", t_rnr },
 	{ "wait_error", t_wait_error }, { "close_inflight", t_close_inflight }, { "invalid", t_invalid },
 };

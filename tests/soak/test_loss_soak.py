@@ -4,7 +4,7 @@ checked, each receive matched to its message by tag and order, none left
 over).  Now and then rxe answers a retransmitted RDMA WRITE with immediate
 with a NAK (IBV_WC_REM_INV_REQ_ERR at the sender) and the connection fails;
 the progress core reconnects and resends what the peer did not get
-(emunic/core/reconnect.c), so every message still arrives exactly once.
+(emunic/cm/reconnect.c), so every message still arrives exactly once.
 `make test` runs 20 rounds (4,000 messages), `make soak` 250 (50,000)."""
 import os
 import re

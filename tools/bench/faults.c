@@ -5,7 +5,7 @@
  * receives) while the progress cores of both ranks turn completions into
  * IBV_WC_RETRY_EXC_ERR with probability p (a seeded wc rule, so a run is
  * repeatable): each such failure tears the connection down, makes it again
- * and resends what the peer did not get (emunic/core/reconnect.c).  A rate
+ * and resends what the peer did not get (emunic/cm/reconnect.c).  A rate
  * has a device of its own (one window untimed first); p = 0 is the baseline,
  * in the same run.  Rank 1
  * checks every message: its index (the first 8 bytes) and every byte after,

@@ -9,6 +9,7 @@
  *   emunic-run -n 2 emunic-bench p2p [OPTIONS]
  *   emunic-run -n N emunic-bench conn [OPTIONS]      (2 <= N <= 16)
  *   emunic-run -n 2 emunic-bench faults [OPTIONS]
+ *   emunic-run -n N emunic-bench idle [OPTIONS]
  *
  * Subcommands are rows of the table `subcmds` below: a name, a one-line
  * summary, a man-page section and a function that takes (argc, argv) with
@@ -31,7 +32,8 @@
  * (p2p.c).  conn: QPs per rank and start-up time, static mesh against
  * connections on demand, under four patterns (conn.c).  faults: a stream
  * under seeded connection failures against the same stream without: what
- * reconnecting and resending costs (faults.c).
+ * reconnecting and resending costs (faults.c).  idle: what an idle device
+ * costs in CPU and core wake-ups, against no device at all (idle.c).
  */
 #include "bench.h"
 
@@ -96,6 +98,8 @@ static const char main_help_tail[] =
 "      PATTERN_later_ms (the slowest rank's)\n"
 "    faults: BASE is p=0; impl is p=0 or p=R%.  Metrics: stream_ms (ms, the\n"
 "      whole stream), reconnections (count)\n"
+"    idle: BASE is closed; impl is closed or open.  Metrics: cpu_pct (%),\n"
+"      core_wakes_per_s (count, open)\n"
 "\n"
 "ENVIRONMENT\n"
 "    EMUNIC_IDLE=spin|sleep   the progress core's idle policy (--idle default)\n"
@@ -149,6 +153,8 @@ static const struct subcmd subcmds[] = {
 	  bench_conn_help, bench_conn_main },
 	{ "faults", "connection failures: what reconnecting and resending costs",
 	  bench_faults_help, bench_faults_main },
+	{ "idle", "an idle device (open, connected, nothing to do) vs none: CPU, core wake-ups",
+	  bench_idle_help, bench_idle_main },
 };
 
 #define NSUBCMDS ((int)(sizeof(subcmds) / sizeof(subcmds[0])))
