@@ -8,7 +8,7 @@ the project headers each header includes.  A circle is a strongly connected
 set of two or more files.  Calls between files must point one way (DESIGN:
 "no circles"), so any circle is a failure.
 
-    scripts/call-circles.py [--obj DIR] [--graph]
+    scripts/call-circles.py [--obj DIR] [--src DIR] [--graph]
 
 Exit status: 0 no circle, 1 circles found (each printed with the arrows
 that close it), 2 usage or tool error.
@@ -34,14 +34,14 @@ def nm(path):
     return defs, uses
 
 
-def call_graph(objdir):
+def call_graph(objdir, srcdir=ROOT):
     files = {}
     for d, _, names in os.walk(objdir):
         for n in names:
             if n.endswith(".o"):
                 p = os.path.join(d, n)
                 src = os.path.relpath(p, objdir)[:-2] + ".c"
-                if os.path.exists(os.path.join(ROOT, src)):   # not a stale object
+                if os.path.exists(os.path.join(srcdir, src)):   # not a stale object
                     files[src] = nm(p)
     owner = {}
     for f, (defs, _) in files.items():
@@ -130,13 +130,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--obj", default=os.path.join(ROOT, "build", "obj"),
                     help="object tree to read (default build/obj)")
+    ap.add_argument("--src", default=ROOT, help="the sources the objects were built from (default: this tree)")
     ap.add_argument("--graph", action="store_true", help="print every file-level arrow too")
     a = ap.parse_args()
     if not os.path.isdir(a.obj):
         print("call-circles: no object tree at %s (run make first)" % a.obj, file=sys.stderr)
         return 2
     found = 0
-    for kind, (nodes, g) in (("call", call_graph(a.obj)), ("include", include_graph())):
+    for kind, (nodes, g) in (("call", call_graph(a.obj, a.src)), ("include", include_graph())):
         if a.graph:
             for f in sorted(g):
                 for t, s in sorted(g[f].items()):

@@ -436,24 +436,6 @@ void rndv_on_refill(void *arg, const struct emunic_event *ev)
 	pthread_mutex_unlock(&r->lock);
 }
 
-void rndv_host_add(struct emunic_rndv *r, struct emunic_req *q)
-{
-	if (q->on_host)
-		return;
-	q->on_host = true;
-	rndv_list_append(&r->host, &r->host_tail, q, offsetof(struct emunic_req, next_host));
-}
-
-void rndv_host_remove(struct emunic_rndv *r, struct emunic_req *q)
-{
-	if (q->on_host)
-		rndv_list_remove(&r->host, &r->host_tail, q, offsetof(struct emunic_req, next_host));
-	q->on_host = false;
-}
-
-/* The host-progressed variants (seed 000): what the app's call does, in
- * posting order, for every request of the endpoint (as a host-progressed MPI
- * progresses everything on any call). */
 static void host_progress(struct emunic_rndv *r)
 {
 	for (struct emunic_req *q = r->host, *nx; q; q = nx) {

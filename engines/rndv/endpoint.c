@@ -100,76 +100,6 @@ static int fill_defaults(struct emunic_rndv_attr *a)
 	return 0;
 }
 
-/* ---- counters ---------------------------------------------------------------- */
-
-int rndv_ct_rebase(struct rndv_ct *c)
-{
-	struct emunic_ct_val v;
-	int e = emunic_ct_get(c->ct, &v);
-
-	c->base = v.success + v.failure;
-	c->base_fail = v.failure;
-	return e;
-}
-
-/* Never called with r->lock held: allocating goes through the command
- * ring, which the core (maybe waiting for r->lock in a handler) drains. */
-int rndv_ct_take(struct emunic_rndv *r, struct rndv_ct *c)
-{
-	int e;
-
-	c->ct = NULL;
-	pthread_mutex_lock(&r->lock);
-	if (r->ncts)
-		*c = r->cts[--r->ncts];
-	pthread_mutex_unlock(&r->lock);
-	if (!c->ct) {
-		e = emunic_ct_alloc(r->dev, &c->ct);
-		if (e)
-			return e;
-	}
-	return rndv_ct_rebase(c);
-}
-
-/* Likewise without r->lock held. */
-void rndv_ct_give(struct emunic_rndv *r, struct rndv_ct *c)
-{
-	bool kept = false;
-
-	if (!c->ct)
-		return;
-	pthread_mutex_lock(&r->lock);
-	if (r->ncts == r->cap_cts) {
-		unsigned cap = r->cap_cts ? 2 * r->cap_cts : 64;
-		struct rndv_ct *n = realloc(r->cts, cap * sizeof(*n));
-
-		if (n) {
-			r->cts = n;
-			r->cap_cts = cap;
-		}
-	}
-	if (r->ncts < r->cap_cts) {
-		r->cts[r->ncts++] = *c;
-		kept = true;
-	}
-	pthread_mutex_unlock(&r->lock);
-	if (!kept)
-		emunic_ct_free(c->ct);
-	c->ct = NULL;
-}
-
-uint64_t rndv_ct_events(const struct rndv_ct *c, bool *failed)
-{
-	struct emunic_ct_val v;
-
-	if (emunic_ct_get(c->ct, &v)) {
-		*failed = true;
-		return 0;
-	}
-	*failed = v.failure > c->base_fail;
-	return v.success + v.failure - c->base;
-}
-
 /* ---- create / destroy ----------------------------------------------------------- */
 
 /* An entry that only counts (credits, gets served): what peers read or
@@ -180,37 +110,6 @@ static int counting_entry(struct emunic_rndv *r, struct emunic_ct *ct, struct em
 				     .len = RNDV_UNIT, .ct = ct };
 
 	return emunic_le_create(r->dev, &la, out);
-}
-
-/* What every QP to a peer is, made here or accepted on demand by the core. */
-static void peer_qp_attr(const struct emunic_rndv *r, struct emunic_qp_attr *qa)
-{
-	emunic_qp_attr_init(qa);
-	qa->flags = EMUNIC_QP_TRIGGERED | ((r->attr.flags & EMUNIC_RNDV_ON_DEMAND) ? EMUNIC_QP_ON_DEMAND : 0);
-	qa->depth = 512;
-	qa->reconnects = r->attr.reconnects;
-	qa->reconnect_timeout_ms = r->attr.reconnect_timeout_ms;
-}
-
-/* The QP to p: made at create, or here at first use (ON_DEMAND), where a
- * peer that connected to us first has already made it (the core accepted). */
-struct emunic_qp *rndv_peer_qp(struct emunic_rndv *r, int p)
-{
-	struct rndv_peer *pe = &r->peer[p];
-	struct emunic_qp_attr qa;
-	int e;
-
-	if (pe->qp)
-		return pe->qp;
-	peer_qp_attr(r, &qa);
-	e = emunic_qp_create(r->dev, p, &qa, &pe->qp);
-	if (e) {
-		fprintf(stderr, "emunic: rank %d: cannot make a QP to rank %d (%s)\n", r->rank, p, strerror(-e));
-		pe->qp = NULL;
-		return NULL;
-	}
-	r->stats.peers_connected++;
-	return pe->qp;
 }
 
 static int entry(struct emunic_rndv *r, void *addr, size_t len, unsigned flags, unsigned shift,
@@ -380,6 +279,7 @@ int emunic_rndv_create(struct emunic_dev *dev, const struct emunic_rndv_attr *at
 	if (!r)
 		return -ENOMEM;
 	pthread_mutex_init(&r->lock, NULL);
+	r->flush = rndv_flush;
 	r->dev = dev;
 	r->rank = emunic_dev_rank(dev);
 	r->size = emunic_dev_size(dev);
@@ -422,7 +322,7 @@ int emunic_rndv_create(struct emunic_dev *dev, const struct emunic_rndv_attr *at
 	if (!e && (r->attr.flags & EMUNIC_RNDV_ON_DEMAND)) {
 		struct emunic_qp_attr qa;
 
-		peer_qp_attr(r, &qa);
+		rndv_peer_qp_attr(r, &qa);
 		e = emunic_qp_accept_on_demand(dev, &qa);
 	}
 	for (int p = 0; !e && p < r->size; p++)

@@ -10,14 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-void rndv_req_fail(struct emunic_req *q, int peer, const char *why)
-{
-	fprintf(stderr, "emunic: rank %d: %s%s of %zu bytes %s rank %d tag %d: %s\n", q->r->rank, q->rtr ? "rtr " : "",
-		q->kind == REQ_SEND ? "send" : "receive", q->len, q->kind == REQ_SEND ? "to" : "from", peer, q->tag,
-		why);
-	q->st.error = -EIO;
-	atomic_store(&q->state, REQ_DONE);
-}
 
 static bool qp_failed(struct emunic_rndv *r, int peer)
 {

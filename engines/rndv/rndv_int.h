@@ -170,6 +170,9 @@ struct emunic_rndv {
 	int rank, size;
 	size_t slot_size;
 	pthread_mutex_t lock;		/* matching and requests: app and core */
+	/* rndv_flush (defer.c), for the files below it (slots.c, rtr.c):
+	 * calls point one way, so they reach the deferred work through here. */
+	void (*flush)(struct emunic_rndv *r);
 	struct match_state m;
 	struct rndv_peer *peer;		/* by rank */
 	struct emunic_eq *arrivals;	/* bounce entries' events, handled on the core */
@@ -239,9 +242,6 @@ int rndv_start_send(struct emunic_rndv *r, struct emunic_req *q);
 /* What a test may still have to push: gets a full table refused, and (not
  * CORE) every send the host starts or answers, every RTR it announces. */
 void rndv_progress_req(struct emunic_rndv *r, struct emunic_req *q);
-/* A send the host must act on (start it, answer its RTR) at its next call. */
-void rndv_host_add(struct emunic_rndv *r, struct emunic_req *q);
-void rndv_host_remove(struct emunic_rndv *r, struct emunic_req *q);
 static inline bool rndv_is_rtr(const struct emunic_rndv *r, size_t len)
 {
 	return r->attr.proto == EMUNIC_RNDV_RTR && len > r->attr.first;
@@ -254,12 +254,12 @@ void rndv_acked(struct emunic_rndv *r, int p, uint64_t acked);
 /* The ack to carry in a header to p; counted as reported if it goes now. */
 uint64_t rndv_piggyback(struct emunic_rndv *r, int p, bool goes_now);
 void rndv_on_ack(void *arg, const struct emunic_event *ev);
-/* Retries whatever a full command ring refused: acks, credits, RTRs, answers. */
-void rndv_flush(struct emunic_rndv *r);
+void rndv_send_ack(struct emunic_rndv *r, int p);
+void rndv_apply_credits(struct emunic_rndv *r, int p);
 
-/* request.c: the request fails with -EIO, saying why on stderr (rank, kind,
- * size, peer, tag). */
-void rndv_req_fail(struct emunic_req *q, int peer, const char *why);
+/* defer.c: retries whatever a full command ring refused (acks, credits,
+ * RTRs, answers); slots.c and rtr.c, below it, call it as r->flush. */
+void rndv_flush(struct emunic_rndv *r);
 
 /* rtr.c: the receiver-initiated rendezvous */
 int rndv_rtr_isend(struct emunic_rndv *r, struct emunic_req *q);
@@ -274,15 +274,21 @@ int rndv_rtr_answer(struct emunic_rndv *r, struct emunic_req *q);
 void rndv_wait_on_send(struct emunic_req *q);
 void rndv_on_rtr(void *arg, const struct emunic_event *ev);
 void rndv_on_landed(void *arg, const struct emunic_event *ev);
+/* peer.c (the leaf): the QP to a peer, made at first use under ON_DEMAND
+ * (lock held), with the attributes every QP to a peer has */
+struct emunic_qp *rndv_peer_qp(struct emunic_rndv *r, int p);
+void rndv_peer_qp_attr(const struct emunic_rndv *r, struct emunic_qp_attr *qa);
+/* A send the host must act on (start it, answer its RTR) at its next call. */
+void rndv_host_add(struct emunic_rndv *r, struct emunic_req *q);
+void rndv_host_remove(struct emunic_rndv *r, struct emunic_req *q);
+/* The request fails with -EIO, saying why on stderr (rank, kind, size,
+ * peer, tag). */
+void rndv_req_fail(struct emunic_req *q, int peer, const char *why);
 /* Work a full command ring refused, for rndv_flush: a send's answer, a
  * receive's completion count (wake_owed). */
 void rndv_owe(struct emunic_rndv *r, struct emunic_req *q);
 void rndv_unowe(struct emunic_rndv *r, struct emunic_req *q);
-
-/* endpoint.c: the QP to a peer, made at first use under ON_DEMAND (lock held) */
-struct emunic_qp *rndv_peer_qp(struct emunic_rndv *r, int p);
-
-/* endpoint.c: counters taken and given back */
+/* counters taken and given back */
 int rndv_ct_take(struct emunic_rndv *r, struct rndv_ct *c);
 int rndv_ct_rebase(struct rndv_ct *c);
 void rndv_ct_give(struct emunic_rndv *r, struct rndv_ct *c);

@@ -25,15 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void rndv_owe(struct emunic_rndv *r, struct emunic_req *q)
-{
-	rndv_list_append(&r->owed, &r->owed_tail, q, offsetof(struct emunic_req, next_owed));
-}
 
-void rndv_unowe(struct emunic_rndv *r, struct emunic_req *q)
-{
-	rndv_list_remove(&r->owed, &r->owed_tail, q, offsetof(struct emunic_req, next_owed));
-}
 
 /* ---- sender ------------------------------------------------------------------------ */
 
@@ -149,7 +141,7 @@ void rndv_on_rtr(void *arg, const struct emunic_event *ev)
 		if (hit)
 			on_rtr_match(r, &in->me, hit);
 	}
-	rndv_flush(r);
+	r->flush(r);		/* defer.c, above this file */
 	pthread_mutex_unlock(&r->lock);
 }
 
@@ -274,7 +266,7 @@ void rndv_on_landed(void *arg, const struct emunic_event *ev)
 	q->wake_owed = true;
 	rndv_owe(r, q);
 	pump(r, ev->peer);
-	rndv_flush(r);
+	r->flush(r);		/* defer.c, above this file */
 	pthread_mutex_unlock(&r->lock);
 }
 

@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static void send_ack(struct emunic_rndv *r, int p)
+void rndv_send_ack(struct emunic_rndv *r, int p)
 {
 	struct rndv_peer *pe = &r->peer[p];
 	struct emunic_qp *qp = rndv_peer_qp(r, p);
@@ -50,10 +50,10 @@ void rndv_slot_free(struct emunic_rndv *r, int p, uint64_t seq)
 		pe->freed++;
 	}
 	if (pe->freed - pe->acked_sent >= r->attr.ack_every)
-		send_ack(r, p);
+		rndv_send_ack(r, p);
 }
 
-static void apply_credits(struct emunic_rndv *r, int p)
+void rndv_apply_credits(struct emunic_rndv *r, int p)
 {
 	struct rndv_peer *pe = &r->peer[p];
 	uint64_t add = pe->acked_seen - pe->credit_applied;
@@ -70,7 +70,7 @@ void rndv_acked(struct emunic_rndv *r, int p, uint64_t acked)
 	if (acked <= pe->acked_seen || acked > pe->send_seq)
 		return;
 	pe->acked_seen = acked;
-	apply_credits(r, p);
+	rndv_apply_credits(r, p);
 }
 
 uint64_t rndv_piggyback(struct emunic_rndv *r, int p, bool goes_now)
@@ -94,41 +94,6 @@ void rndv_on_ack(void *arg, const struct emunic_event *ev)
 		return;
 	pthread_mutex_lock(&r->lock);
 	rndv_acked(r, ev->peer, ev->hdr_data);
-	rndv_flush(r);
+	r->flush(r);		/* defer.c, above this file */
 	pthread_mutex_unlock(&r->lock);
-}
-
-void rndv_flush(struct emunic_rndv *r)
-{
-	struct emunic_req *q;
-
-	for (int p = 0; p < r->size; p++) {
-		if (r->peer[p].ack_owed)
-			send_ack(r, p);
-		if (r->peer[p].acked_seen != r->peer[p].credit_applied)
-			apply_credits(r, p);
-	}
-	rndv_rtr_pump_all(r);
-	while ((q = r->owed)) {
-		int e;
-
-		r->owed = q->next_owed;
-		if (!r->owed)
-			r->owed_tail = NULL;
-		q->next_owed = NULL;
-		if (q->kind == REQ_RECV) {
-			e = emunic_ct_inc(q->c.ct, (struct emunic_ct_val){ 1, 0 });
-			if (e != -ENOSPC)
-				q->wake_owed = false;
-		} else {
-			e = rndv_rtr_answer(r, q);
-		}
-		if (e == -ENOSPC) {	/* put back at the head, in order */
-			q->next_owed = r->owed;
-			r->owed = q;
-			if (!r->owed_tail)
-				r->owed_tail = q;
-			return;
-		}
-	}
 }

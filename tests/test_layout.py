@@ -1,0 +1,35 @@
+"""The source tree's shape: calls between files point one way (no file-level
+call circle, no header include circle), as scripts/call-circles.py finds them
+from the built objects' symbols (nm) and the headers' includes."""
+import subprocess
+
+from conftest import ROOT
+
+
+def test_no_call_or_include_circles():
+    p = subprocess.run(["/usr/bin/python3", "scripts/call-circles.py"], cwd=ROOT, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT)
+    out = p.stdout.decode(errors="replace")
+    assert p.returncode == 0, out
+    assert "call-circles: no circles" in out, out
+    # It read the whole library, the tools and the benchmark, not an empty tree.
+    n = int(out.split("call-circles: ")[1].split(" file(s)")[0])
+    assert n >= 60, out
+
+
+def test_call_circles_finds_a_circle(tmp_path):
+    """The check can fail: two objects that call each other are a circle."""
+    src = tmp_path / "src"
+    (src / "a").mkdir(parents=True)
+    (src / "a" / "x.c").write_text("void y(void); void x(void) { y(); }\n")
+    (src / "a" / "y.c").write_text("void x(void); void y(void) { x(); }\n")
+    obj = tmp_path / "obj"
+    for n in ("x", "y"):
+        (obj / "a").mkdir(parents=True, exist_ok=True)
+        subprocess.run(["cc", "-c", str(src / "a" / (n + ".c")), "-o", str(obj / "a" / (n + ".o"))], check=True)
+    p = subprocess.run(["/usr/bin/python3", "scripts/call-circles.py", "--obj", str(obj),
+                        "--src", str(src)], cwd=ROOT,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    out = p.stdout.decode(errors="replace")
+    assert p.returncode == 1, out
+    assert "call circle of 2 files: a/x.c a/y.c" in out, out
