@@ -36,4 +36,10 @@ echo
 echo "== 2 ranks: a stream under injected connection failures (reconnect and resend) vs none (quick)"
 build/bin/emunic-run -n 2 -t 600 build/bin/emunic-bench faults --quick --csv build/bench/faults.csv
 echo
-echo "== demo done in $((SECONDS - start)) s; CSV in build/bench/ (barrier-2, barrier-4, trig, rndv, p2p, conn, faults)"
+echo "== 2 ranks: an idle device (open, connected, nothing to do) vs none, 10 s each"
+build/bin/emunic-run -n 2 -t 120 build/bin/emunic-bench idle --csv build/bench/idle.csv
+echo
+echo "== 2 ranks: the triggered hot potato (apps asleep) vs ib_write_lat"
+build/bin/emunic-run -n 2 -t 300 build/bin/emunic-bench potato --csv build/bench/potato.csv
+echo
+echo "== demo done in $((SECONDS - start)) s; CSV in build/bench/ (barrier-2, barrier-4, trig, rndv, p2p, conn, faults, idle, potato)"

@@ -540,3 +540,37 @@ def test_idle_bench_usage():
         rc, out = host("%s %s" % (BENCH, args))
         assert rc == 2, (args, out)
         assert "usage:" in out and "emunic-bench idle --help" in out, (args, out)
+
+
+# ---- potato ---------------------------------------------------------------------
+
+POTATO_HEADER = ["bench", "impl", "ranks", "metric", "value", "unit", "ratio_vs_ib_write_lat"]
+
+
+def test_potato_bench_quick(rxe):
+    """The triggered hot potato (100 round trips a game, the apps asleep)
+    against ib_write_lat in the same run: both figures, the target line
+    (met or MISSED, never asserted) and the CSV."""
+    path = csv_path("test-potato.csv")
+    rc, out = rxe.run("%s -n 2 -t 240 %s potato --rounds 100 --lat-iters 500 --csv %s" % (RUN, BENCH, path),
+                      timeout=300)
+    assert rc == 0, out
+    assert "emunic-bench potato: the triggered hot potato vs ib_write_lat" in out, out
+    m = re.search(r"^\s+ib_write_lat\s+" + NUM + "$", out, re.M)
+    assert m and float(m.group(1)) > 0, out
+    m = re.search(r"^\s+triggered\s+" + NUM + "$", out, re.M)
+    assert m and float(m.group(1)) > 0, out
+    assert re.search(r"^\s+(met|MISSED)\s+round trip triggered/ib_write_lat <= 1.5x\s+triggered\s+" + NUM + "x",
+                     out, re.M), out
+    rows, text = read_csv(path, POTATO_HEADER)
+    assert {(r["impl"], r["metric"]) for r in rows} == {("triggered", "round_trip"),
+                                                        ("ib_write_lat", "round_trip")}, text
+
+
+def test_potato_bench_usage():
+    for args in ("potato --rounds 0", "potato --lat-iters 5", "potato --bogus", "potato extra"):
+        rc, out = host("%s %s" % (BENCH, args))
+        assert rc == 2, (args, out)
+        assert "usage:" in out and "emunic-bench potato --help" in out, (args, out)
+    rc, out = host("%s potato --quick" % BENCH)
+    assert rc == 2 and "potato needs exactly 2 ranks" in out, out

@@ -10,7 +10,7 @@
  *  - the option machinery of opts.c: the table entries every subcommand
  *    ends its options with, bench_parse_opts and the parsers of values;
  *  - each subcommand's entry point and --help section (barrier.c, trig.c,
- *    rndv.c, p2p.c, conn.c, faults.c, idle.c), for the table in main.c.
+ *    rndv.c, p2p.c, conn.c, faults.c, idle.c, potato.c), for the table in main.c.
  * main.c says what the subcommands are and how a new one is added.  Calls
  * point one way: main.c to the subcommands, they to opts.c and common.c;
  * nothing calls main.c, which is why --help comes back to it as BENCH_HELP.
@@ -134,6 +134,7 @@ int bench_p2p_main(int argc, char **argv);
 int bench_conn_main(int argc, char **argv);
 int bench_faults_main(int argc, char **argv);
 int bench_idle_main(int argc, char **argv);
+int bench_potato_main(int argc, char **argv);
 
 /* Their sections of --help. */
 extern const char bench_barrier_help[];
@@ -143,5 +144,6 @@ extern const char bench_p2p_help[];
 extern const char bench_conn_help[];
 extern const char bench_faults_help[];
 extern const char bench_idle_help[];
+extern const char bench_potato_help[];
 
 #endif

@@ -10,6 +10,7 @@
  *   emunic-run -n N emunic-bench conn [OPTIONS]      (2 <= N <= 16)
  *   emunic-run -n 2 emunic-bench faults [OPTIONS]
  *   emunic-run -n N emunic-bench idle [OPTIONS]
+ *   emunic-run -n 2 emunic-bench potato [OPTIONS]
  *
  * Subcommands are rows of the table `subcmds` below: a name, a one-line
  * summary, a man-page section and a function that takes (argc, argv) with
@@ -34,6 +35,8 @@
  * under seeded connection failures against the same stream without: what
  * reconnecting and resending costs (faults.c).  idle: what an idle device
  * costs in CPU and core wake-ups, against no device at all (idle.c).
+ * potato: puts triggered on each other bounce between two engines while the
+ * apps sleep, against ib_write_lat's round trip (potato.c).
  */
 #include "bench.h"
 
@@ -100,6 +103,8 @@ static const char main_help_tail[] =
 "      whole stream), reconnections (count)\n"
 "    idle: BASE is closed; impl is closed or open.  Metrics: cpu_pct (%),\n"
 "      core_wakes_per_s (count, open)\n"
+"    potato: BASE is ib_write_lat; impl is ib_write_lat or triggered.\n"
+"      Metric: round_trip (us)\n"
 "\n"
 "ENVIRONMENT\n"
 "    EMUNIC_IDLE=spin|sleep   the progress core's idle policy (--idle default)\n"
@@ -108,9 +113,9 @@ static const char main_help_tail[] =
 "    EMUNIC_DEVICE, EMUNIC_CPU  as for every emunic program\n"
 "\n"
 "EXIT STATUS\n"
-"    0 done (whether or not targets were met); 2 bad usage (trig, rndv and\n"
-"    p2p, faults: also a job of other than 2 ranks; conn: of other than 2\n"
-"    to 16);\n"
+"    0 done (whether or not targets were met); 2 bad usage (trig, rndv,\n"
+"    p2p, faults and potato: also a job of other than 2 ranks; conn: of\n"
+"    other than 2 to 16);\n"
 "    3 a bootstrap, RDMA, barrier, timeout or wrong-data error, reported on\n"
 "    stderr as\n"
 "    \"emunic-bench: rank R: SUBCOMMAND IMPL: CALL: ERROR\".\n"
@@ -155,6 +160,8 @@ static const struct subcmd subcmds[] = {
 	  bench_faults_help, bench_faults_main },
 	{ "idle", "an idle device (open, connected, nothing to do) vs none: CPU, core wake-ups",
 	  bench_idle_help, bench_idle_main },
+	{ "potato", "the triggered hot potato vs ib_write_lat: round trip with the app asleep",
+	  bench_potato_help, bench_potato_main },
 };
 
 #define NSUBCMDS ((int)(sizeof(subcmds) / sizeof(subcmds[0])))
