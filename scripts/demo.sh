@@ -42,4 +42,7 @@ echo
 echo "== 2 ranks: the triggered hot potato (apps asleep) vs ib_write_lat"
 build/bin/emunic-run -n 2 -t 300 build/bin/emunic-bench potato --csv build/bench/potato.csv
 echo
-echo "== demo done in $((SECONDS - start)) s; CSV in build/bench/ (barrier-2, barrier-4, trig, rndv, p2p, conn, faults, idle, potato)"
+echo "== 2 ranks: instructions (callgrind) to post a 4-task list and of the engine a task and a fired put"
+build/bin/emunic-run -n 2 -t 900 build/bin/emunic-bench instr --quick --csv build/bench/instr.csv
+echo
+echo "== demo done in $((SECONDS - start)) s; CSV in build/bench/ (barrier-2, barrier-4, trig, rndv, p2p, conn, faults, idle, potato, instr)"

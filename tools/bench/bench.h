@@ -10,10 +10,13 @@
  *  - the option machinery of opts.c: the table entries every subcommand
  *    ends its options with, bench_parse_opts and the parsers of values;
  *  - each subcommand's entry point and --help section (barrier.c, trig.c,
- *    rndv.c, p2p.c, conn.c, faults.c, idle.c, potato.c), for the table in main.c.
+ *    rndv.c, p2p.c, conn.c, faults.c, idle.c, potato.c, instr.c), for the table in
+ *    main.c;
+ *  - potato.c's game, which instr.c plays under callgrind.
  * main.c says what the subcommands are and how a new one is added.  Calls
  * point one way: main.c to the subcommands, they to opts.c and common.c;
- * nothing calls main.c, which is why --help comes back to it as BENCH_HELP.
+ * nothing calls main.c, which is why --help comes back to it as BENCH_HELP;
+ * instr.c calls potato.c's game, and nothing calls back.
  */
 #ifndef EMUNIC_BENCH_H
 #define EMUNIC_BENCH_H
@@ -90,6 +93,7 @@ void bench_size_str(char *buf, size_t len, size_t v);
 unsigned char bench_pattern(size_t i);
 int bench_target_ratio(const char *what, const char *impl, double ratio, double limit, bool at_most,
 		       const char *ctx);
+int bench_target_value(const char *what, const char *impl, double v, double limit, const char *unit);
 
 /* ---- opts.c -------------------------------------------------------------- */
 
@@ -123,6 +127,16 @@ int bench_opt_double(const char *cmd, const char *name, const char *arg, double 
 size_t bench_parse_size(const char *s);
 bool bench_each_item(const char *list, bool (*item)(void *, const char *), void *o);
 
+/* ---- potato.c's game, for instr.c ---------------------------------------- */
+
+struct potato;
+/* Opens a device and sets up the game (collective, 2 ranks). */
+int bench_potato_new(struct bench *b, int rounds, int timeout_ms, struct potato **out);
+/* Game number `game` (0, 1, ...): `rounds` puts a rank, each triggered by
+ * the other's arriving; rank 0 gets its wall time in *us. */
+int bench_potato_play(struct bench *b, struct potato *p, int game, double *us);
+void bench_potato_free(struct potato *p);
+
 /* ---- the subcommands, for main.c ------------------------------------------ */
 
 /* argv[0] is the subcommand's name; each returns the exit status, or
@@ -135,6 +149,7 @@ int bench_conn_main(int argc, char **argv);
 int bench_faults_main(int argc, char **argv);
 int bench_idle_main(int argc, char **argv);
 int bench_potato_main(int argc, char **argv);
+int bench_instr_main(int argc, char **argv);
 
 /* Their sections of --help. */
 extern const char bench_barrier_help[];
@@ -145,5 +160,6 @@ extern const char bench_conn_help[];
 extern const char bench_faults_help[];
 extern const char bench_idle_help[];
 extern const char bench_potato_help[];
+extern const char bench_instr_help[];
 
 #endif

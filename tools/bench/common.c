@@ -329,3 +329,20 @@ int bench_target_ratio(const char *what, const char *impl, double ratio, double 
 	       ctx ? "; " : "", ctx ? ctx : "");
 	return missed;
 }
+
+/* A target on an absolute figure (instructions, % of a CPU): the line says
+ * met or MISSED with the figure, the limit and its unit. */
+int bench_target_value(const char *what, const char *impl, double v, double limit, const char *unit)
+{
+	int missed = v >= 0 && v > limit;
+	char fig[96];
+
+	if (v < 0)
+		snprintf(fig, sizeof(fig), "no value");
+	else if (!missed)
+		snprintf(fig, sizeof(fig), "%.0f %s", v, unit);
+	else
+		snprintf(fig, sizeof(fig), "%.0f %s, %.0f%% above the %.0f target", v, unit, (v / limit - 1) * 100, limit);
+	printf("  %-7s %-42s %-9s %s\n", v < 0 ? "n/a" : missed ? "MISSED" : "met", what, impl, fig);
+	return missed;
+}

@@ -11,6 +11,7 @@
  *   emunic-run -n 2 emunic-bench faults [OPTIONS]
  *   emunic-run -n N emunic-bench idle [OPTIONS]
  *   emunic-run -n 2 emunic-bench potato [OPTIONS]
+ *   emunic-run -n 2 emunic-bench instr [OPTIONS]
  *
  * Subcommands are rows of the table `subcmds` below: a name, a one-line
  * summary, a man-page section and a function that takes (argc, argv) with
@@ -36,7 +37,9 @@
  * reconnecting and resending costs (faults.c).  idle: what an idle device
  * costs in CPU and core wake-ups, against no device at all (idle.c).
  * potato: puts triggered on each other bounce between two engines while the
- * apps sleep, against ib_write_lat's round trip (potato.c).
+ * apps sleep, against ib_write_lat's round trip (potato.c).  instr: the
+ * instructions (callgrind) of posting a task list and of the engine's work a
+ * task and a fired put, against absolute targets (instr.c).
  */
 #include "bench.h"
 
@@ -162,6 +165,8 @@ static const struct subcmd subcmds[] = {
 	  bench_idle_help, bench_idle_main },
 	{ "potato", "the triggered hot potato vs ib_write_lat: round trip with the app asleep",
 	  bench_potato_help, bench_potato_main },
+	{ "instr", "instructions (callgrind): posting a task list, the engine a task and a put",
+	  bench_instr_help, bench_instr_main },
 };
 
 #define NSUBCMDS ((int)(sizeof(subcmds) / sizeof(subcmds[0])))

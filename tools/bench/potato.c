@@ -34,6 +34,7 @@ struct potato_opts {
 };
 
 struct potato {
+	struct potato_opts o;
 	struct emunic_dev *dev;
 	char device[96];
 	struct emunic_qp *qp;
@@ -135,6 +136,30 @@ static int play(struct bench *b, const struct potato_opts *o, struct potato *p, 
 				 "game %d: %llu of %d puts arrived (%llu failed)", game,
 				 (unsigned long long)(v.success - base), o->rounds, (unsigned long long)v.failure);
 	return 0;
+}
+
+/* One game on its own, for instr.c, which counts its instructions. */
+int bench_potato_new(struct bench *b, int rounds, int timeout_ms, struct potato **out)
+{
+	struct potato *p = calloc(1, sizeof(*p));
+
+	*out = p;
+	if (!p)
+		return bench_err(b, -ENOMEM, "the hot potato's state");
+	p->o = (struct potato_opts){ .rounds = rounds, .timeout_ms = timeout_ms };
+	return potato_open(b, &p->o, p);
+}
+
+int bench_potato_play(struct bench *b, struct potato *p, int game, double *us)
+{
+	return play(b, &p->o, p, game, us);
+}
+
+void bench_potato_free(struct potato *p)
+{
+	if (p)
+		potato_close(p);
+	free(p);
 }
 
 /* The TSC, on x86, to read ib_write_lat's figures in cycles (-C): its own

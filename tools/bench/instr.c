@@ -1,0 +1,426 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * instr: instructions, counted by callgrind, that posting and the engine
+ * cost (issue 18's instruction targets).  Times under QEMU's TCG mean little;
+ * instruction counts do not depend on it.
+ *
+ * Each rank forks a child that runs this subcommand again under
+ * valgrind --tool=callgrind (the launcher's bootstrap goes with it through
+ * the environment); the parent waits, passes on its exit status and removes
+ * the callgrind files.  The child runs two workloads, with the counts zeroed
+ * before and dumped after the measured part (CALLGRIND_ZERO_STATS,
+ * CALLGRIND_DUMP_STATS_AT):
+ *  1. N blocking MQ barriers at 2 ranks, each one 4-task list (RECV,
+ *     WRITE_IMM, SEND_EN, WAIT) given to emunic_mq_post;
+ *  2. one hot-potato game (potato.c): R triggered puts a rank, each fired
+ *     by the other's arriving.
+ * and rank 0 reads its dumps (the callgrind format: fn=, cfn=, calls= and
+ * cost lines; see parse()) for:
+ *  - the app side of a post: emunic_mq_post's inclusive count less the
+ *    engine passes it ran itself when the engine was free (nic_pass under
+ *    nic_submitted, directly or in nic_unown's extra rounds), a list;
+ *  - the engine: nic_pass's inclusive count in every thread (the core's and
+ *    the waiting app's) less the verbs calls that post (verbs_post_send,
+ *    verbs_post_recv of emunic/nic/verbs.c, kept out of line for this), a
+ *    task or a fired put.
+ * Targets: <= 300 instructions on the app side to post a 4-task list; the
+ * engine <= 500 instructions a fired operation beyond ibv_post_send.
+ */
+#include "bench.h"
+
+#include <emunic/coll.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <valgrind/callgrind.h>
+
+#define INSTR_DIR_ENV "EMUNIC_INSTR_DIR"
+#define POST_TARGET 300
+#define ENGINE_TARGET 500
+#define WARMUP 20
+
+struct instr_opts {
+	int lists, rounds, timeout_ms;
+	bool keep;
+	const char *csv;
+};
+
+/* ---- the callgrind file ---------------------------------------------------- */
+
+enum { F_MQ_POST, F_SUBMITTED, F_PASS, F_POST_SEND, F_POST_RECV, F_POLL, F_N };
+static const char *const fn_names[F_N] = {
+	"emunic_mq_post", "nic_submitted", "nic_pass", "verbs_post_send", "verbs_post_recv", "verbs_poll_cq",
+};
+
+struct counts {
+	uint64_t self[F_N], out[F_N];	/* own cost lines; the inclusive cost of its calls */
+	uint64_t calls[F_N];		/* calls into it */
+	uint64_t inline_pass;		/* passes under nic_submitted: the poster's own */
+};
+
+static uint64_t incl(const struct counts *c, int f)
+{
+	return c->self[f] + c->out[f];
+}
+
+/* Which of fn_names a name is (callgrind may add 'caller contexts or a
+ * compiler's .suffix), or -1. */
+static int fn_id(const char *name)
+{
+	size_t n = strcspn(name, "'.\n");
+
+	for (int i = 0; i < F_N; i++)
+		if (strlen(fn_names[i]) == n && !strncmp(name, fn_names[i], n))
+			return i;
+	return -1;
+}
+
+/* The last number of a cost line "<position> <Ir>" (none: 0). */
+static uint64_t cost_of(const char *line)
+{
+	const char *sp = strrchr(line, ' ');
+
+	return sp ? strtoull(sp + 1, NULL, 10) : 0;
+}
+
+/* Reads one dump written with --compress-strings=no --compress-pos=no
+ * --separate-callers=2: "fn=NAME'CALLER'CALLER2" starts a function's lines;
+ * a cost line after "calls=N ..." is the inclusive cost of those calls (to
+ * the last "cfn=..."); any other cost line is the function's own.  A pass
+ * whose context names nic_submitted is one a poster ran itself (directly, or
+ * in nic_unown's extra rounds). */
+static int parse(const char *path, struct counts *c)
+{
+	char line[4096];
+	int cur = -1, callee = -1;
+	bool call = false, by_poster = false;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -errno;
+	memset(c, 0, sizeof(*c));
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "fn=", 3)) {
+			cur = fn_id(line + 3);
+		} else if (!strncmp(line, "cfn=", 4)) {
+			callee = fn_id(line + 4);
+			by_poster = callee == F_PASS && strstr(line, "'nic_submitted");
+		} else if (!strncmp(line, "calls=", 6)) {
+			if (callee >= 0)
+				c->calls[callee] += strtoull(line + 6, NULL, 10);
+			call = true;
+		} else if ((line[0] >= '0' && line[0] <= '9') || line[0] == '+' || line[0] == '-' || line[0] == '*') {
+			uint64_t v = cost_of(line);
+
+			if (call) {
+				if (cur >= 0)
+					c->out[cur] += v;
+				if (by_poster)	/* from nic_unown too */
+					c->inline_pass += v;
+			} else if (cur >= 0) {
+				c->self[cur] += v;
+			}
+			call = false;
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
+/* ---- the workloads (in the child, under callgrind) ------------------------- */
+
+static int open_coll(struct bench *b, const struct instr_opts *o, struct emunic_dev **dev, struct emunic_coll **c,
+		     char *device, size_t len)
+{
+	struct emunic_coll_attr ca;
+	struct emunic_dev_attr da;
+	int r;
+
+	emunic_dev_attr_init(&da);
+	if ((r = bench_open_dev(b, &da, dev, device, len)))
+		return r;
+	emunic_coll_attr_init(&ca);
+	ca.signal = EMUNIC_COLL_WRITE_IMM;
+	ca.timeout_ms = o->timeout_ms;
+	r = emunic_coll_create(*dev, &ca, c);
+	return r ? bench_err(b, r, "emunic_coll_create") : 0;
+}
+
+static int barriers(struct bench *b, struct emunic_coll *c, int n, const char *what)
+{
+	for (int i = 0; i < n; i++) {
+		int r = emunic_barrier(c);
+
+		if (r)
+			return bench_err(b, r, "%s barrier %d of %d", what, i + 1, n);
+	}
+	return 0;
+}
+
+static int run_mq(struct bench *b, const struct instr_opts *o, char *device, size_t len)
+{
+	struct emunic_dev *dev = NULL;
+	struct emunic_coll *c = NULL;
+	int r = open_coll(b, o, &dev, &c, device, len);
+
+	r = r ? r : barriers(b, c, WARMUP, "warm-up");
+	if (!r) {
+		CALLGRIND_ZERO_STATS;
+		r = barriers(b, c, o->lists, "measured");
+		CALLGRIND_DUMP_STATS_AT("emunic-bench instr: mq barriers");
+	}
+	if (c) {
+		int d = emunic_coll_destroy(c);
+
+		r = r ? r : d ? bench_err(b, d, "emunic_coll_destroy") : 0;
+	}
+	if (dev)
+		emunic_dev_close(dev);
+	return r;
+}
+
+static int run_potato(struct bench *b, const struct instr_opts *o)
+{
+	struct potato *p = NULL;
+	double us;
+	int r = bench_potato_new(b, o->rounds, o->timeout_ms, &p);
+
+	r = r ? r : bench_potato_play(b, p, 0, &us);	/* warm-up */
+	if (!r) {
+		CALLGRIND_ZERO_STATS;
+		r = bench_potato_play(b, p, 1, &us);
+		CALLGRIND_DUMP_STATS_AT("emunic-bench instr: hot potato");
+	}
+	bench_potato_free(p);
+	return r;
+}
+
+/* ---- the report (rank 0) --------------------------------------------------- */
+
+static int read_dump(struct bench *b, const char *dir, int part, struct counts *c)
+{
+	char path[512];
+	int r;
+
+	snprintf(path, sizeof(path), "%s/callgrind.out.%d", dir, part);
+	if ((r = parse(path, c)))
+		return bench_err(b, r, "reading callgrind's dump %s", path);
+	if (!c->calls[F_PASS])
+		return bench_err(b, -ENODATA, "callgrind's dump %s counts no call of nic_pass (no symbols?)", path);
+	return 0;
+}
+
+static int report(struct bench *b, const struct instr_opts *o, const char *dir, const char *device)
+{
+	struct counts mq, pt;
+	double lists, tasks, puts, post_app, post_all, mq_eng, mq_post, mq_poll, pt_eng, pt_post, pt_poll;
+	int r;
+
+	if ((r = read_dump(b, dir, 1, &mq)) || (r = read_dump(b, dir, 2, &pt)))
+		return r;
+	lists = (double)mq.calls[F_MQ_POST];
+	if (lists < o->lists)
+		return bench_err(b, -ENODATA, "callgrind counted %.0f calls of emunic_mq_post for %d barriers", lists,
+				 o->lists);
+	tasks = 4.0 * lists;
+	puts = o->rounds;
+	post_all = (double)incl(&mq, F_MQ_POST) / lists;
+	post_app = (double)(incl(&mq, F_MQ_POST) - mq.inline_pass) / lists;
+	mq_post = (double)(incl(&mq, F_POST_SEND) + incl(&mq, F_POST_RECV)) / tasks;
+	mq_poll = (double)incl(&mq, F_POLL) / tasks;
+	mq_eng = (double)incl(&mq, F_PASS) / tasks - mq_post;
+	pt_post = (double)(incl(&pt, F_POST_SEND) + incl(&pt, F_POST_RECV)) / puts;
+	pt_poll = (double)incl(&pt, F_POLL) / puts;
+	pt_eng = (double)incl(&pt, F_PASS) / puts - pt_post;
+
+	r = bench_add(b, "mq", "instr_post_app", post_app, "instr");
+	r = r ? r : bench_add(b, "mq", "instr_post_with_pass", post_all, "instr");
+	r = r ? r : bench_add(b, "mq", "instr_engine_task", mq_eng, "instr");
+	r = r ? r : bench_add(b, "mq", "instr_verbs_post_task", mq_post, "instr");
+	r = r ? r : bench_add(b, "mq", "instr_verbs_poll_task", mq_poll, "instr");
+	r = r ? r : bench_add(b, "triggered", "instr_engine_op", pt_eng, "instr");
+	r = r ? r : bench_add(b, "triggered", "instr_verbs_post_op", pt_post, "instr");
+	r = r ? r : bench_add(b, "triggered", "instr_verbs_poll_op", pt_poll, "instr");
+	if (r)
+		return r;
+	printf("\nemunic-bench instr: instructions counted by callgrind, rank 0, measured parts only\n"
+	       "  device       %s, 2 ranks\n"
+	       "  mq           %d blocking barriers, each one 4-task list (RECV, WRITE_IMM, SEND_EN,\n"
+	       "               WAIT) posted with emunic_mq_post; %llu engine passes\n"
+	       "  triggered    one hot-potato game: %d puts a rank, each fired by the other's\n"
+	       "               arriving; %llu engine passes\n"
+	       "  engine       nic_pass in every thread (core and waiting app), less the verbs\n"
+	       "               calls that post (verbs_post_send, verbs_post_recv)\n\n",
+	       device, o->lists, (unsigned long long)mq.calls[F_PASS], o->rounds,
+	       (unsigned long long)pt.calls[F_PASS]);
+	printf("  %-54s %12s\n", "figure", "instructions");
+	printf("  %-54s %12.0f\n", "mq: post a list, app side (no engine pass)", post_app);
+	printf("  %-54s %12.0f\n", "mq: post a list, with the engine pass it ran itself", post_all);
+	printf("  %-54s %12.0f\n", "mq: engine a task, beyond ibv_post_send/recv", mq_eng);
+	printf("  %-54s %12.0f\n", "mq:   ibv_post_send/recv a task (not counted above)", mq_post);
+	printf("  %-54s %12.0f\n", "mq:   of the engine's: ibv_poll_cq a task", mq_poll);
+	printf("  %-54s %12.0f\n", "triggered: engine a fired put, beyond ibv_post_send/recv", pt_eng);
+	printf("  %-54s %12.0f\n", "triggered:   ibv_post_send/recv a put (not counted above)", pt_post);
+	printf("  %-54s %12.0f\n", "triggered:   of the engine's: ibv_poll_cq a put", pt_poll);
+	printf("\ntargets (reported, never asserted)\n");
+	bench_target_value("post a 4-task list, app side <= 300", "mq", post_app, POST_TARGET, "instructions");
+	bench_target_value("engine a fired op beyond post_send <= 500", "triggered", pt_eng, ENGINE_TARGET,
+			   "instructions");
+	bench_target_value("engine a task beyond post_send <= 500", "mq", mq_eng, ENGINE_TARGET, "instructions");
+	bench_write_csv(b, "none");
+	return 0;
+}
+
+static int measure(const struct instr_opts *o, const char *dir)
+{
+	struct bench b = { 0 };
+	char device[96] = "?";
+	int r = bench_init(&b, "instr", o->csv);
+
+	r = r ? r : bench_two_ranks(&b);
+	r = r ? r : run_mq(&b, o, device, sizeof(device));
+	if (!r)
+		bench_progress(&b, "[mq] %d barriers counted", o->lists);
+	r = r ? r : run_potato(&b, o);
+	if (!r)
+		bench_progress(&b, "[triggered] a game of %d puts a rank counted", o->rounds);
+	if (!r && b.rank == 0)
+		r = report(&b, o, dir, device);
+	return bench_fini(&b, r);
+}
+
+/* ---- the parent: callgrind around the child -------------------------------- */
+
+static void rm_dir(const char *dir)
+{
+	char path[512];
+
+	for (int part = 0; part <= 2; part++) {
+		if (part)
+			snprintf(path, sizeof(path), "%s/callgrind.out.%d", dir, part);
+		else
+			snprintf(path, sizeof(path), "%s/callgrind.out", dir);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
+static int under_callgrind(int argc, char **argv, const struct instr_opts *o)
+{
+	char dir[] = "/tmp/emunic-instr.XXXXXX", out[64], self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int status;
+	pid_t pid;
+
+	if (n <= 0)
+		return fprintf(stderr, "emunic-bench: instr: cannot find my own executable (%s)\n", strerror(errno)),
+		       EXIT_RUN;
+	self[n] = '\0';
+	if (!mkdtemp(dir))
+		return fprintf(stderr, "emunic-bench: instr: mkdtemp %s: %s\n", dir, strerror(errno)), EXIT_RUN;
+	snprintf(out, sizeof(out), "--callgrind-out-file=%s/callgrind.out", dir);
+	pid = fork();
+	if (pid == 0) {
+		char **av = calloc((size_t)argc + 9, sizeof(*av));
+		int k = 0;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);	/* no orphan if the launcher kills us */
+		setenv(INSTR_DIR_ENV, dir, 1);
+		if (!av)
+			_exit(EXIT_RUN);
+		av[k++] = "valgrind";
+		av[k++] = "--tool=callgrind";
+		av[k++] = "-q";
+		av[k++] = out;
+		av[k++] = "--compress-strings=no";
+		av[k++] = "--compress-pos=no";
+		av[k++] = "--separate-callers=2";
+		av[k++] = self;
+		for (int i = 0; i < argc; i++)
+			av[k++] = argv[i];	/* argv[0] is "instr" */
+		execvp(av[0], av);
+		fprintf(stderr, "emunic-bench: instr: cannot run valgrind (%s): it counts the instructions; "
+			"apt-get install valgrind\n", strerror(errno));
+		_exit(EXIT_RUN);
+	}
+	if (pid < 0) {
+		fprintf(stderr, "emunic-bench: instr: fork: %s\n", strerror(errno));
+		rm_dir(dir);
+		return EXIT_RUN;
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (o->keep)
+		fprintf(stderr, "emunic-bench: instr: callgrind's files kept in %s\n", dir);
+	else
+		rm_dir(dir);
+	if (WIFSIGNALED(status)) {
+		fprintf(stderr, "emunic-bench: instr: the counted run died of signal %d\n", WTERMSIG(status));
+		return EXIT_RUN;
+	}
+	return WEXITSTATUS(status);
+}
+
+static int instr_opt(const char *cmd, const char *name, int val, const char *arg, void *ctx)
+{
+	struct instr_opts *o = ctx;
+
+	if (val == 'k') {
+		o->keep = true;
+		return 0;
+	}
+	if (val == 'n')
+		return bench_opt_int(cmd, name, arg, 1, 100000, "a count in 1..100000", &o->lists);
+	return bench_opt_int(cmd, name, arg, 1, 100000, "a count in 1..100000", &o->rounds);
+}
+
+int bench_instr_main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "barriers", required_argument, NULL, 'n' }, { "rounds", required_argument, NULL, 'r' },
+		{ "keep", no_argument, NULL, 'k' }, OPT_QUICK, OPTS_COMMON
+	};
+	struct instr_opts o = { .timeout_ms = 60000 };
+	struct common_opts com = { .timeout_ms = o.timeout_ms };
+	const char *dir = getenv(INSTR_DIR_ENV);
+	int r = bench_parse_opts("instr", argc, argv, lo, instr_opt, &o, &com);
+
+	if (r)
+		return r;	/* EXIT_USAGE, or BENCH_HELP: main.c prints the manual */
+	o.timeout_ms = com.timeout_ms;
+	o.csv = com.csv;
+	if (!o.lists)
+		o.lists = com.quick ? 100 : 500;
+	if (!o.rounds)
+		o.rounds = com.quick ? 100 : 500;
+	if (!RUNNING_ON_VALGRIND)
+		return under_callgrind(argc, argv, &o);
+	if (!dir) {
+		fprintf(stderr, "emunic-bench: instr: run it as 'emunic-bench instr': it starts callgrind itself\n");
+		return EXIT_USAGE;
+	}
+	return measure(&o, dir);
+}
+
+const char bench_instr_help[] =
+"    emunic-run -n 2 emunic-bench instr [--barriers N] [--rounds R] [--keep] [--quick]\n"
+"    Instructions, counted by callgrind (each rank runs itself again under\n"
+"    valgrind --tool=callgrind), in the measured part of N blocking MQ\n"
+"    barriers (each one 4-task list) and of one hot-potato game of R\n"
+"    triggered puts a rank: the app's side of posting a list (without the\n"
+"    engine pass it may run itself), and the engine's work (nic_pass, every\n"
+"    thread) a task and a fired put beyond the verbs calls that post.\n"
+"    Targets: a 4-task list <= 300 instructions on the app side; the engine\n"
+"    <= 500 instructions a fired operation beyond ibv_post_send.\n"
+"    --barriers N       measured barriers (default 500; --quick 100)\n"
+"    --rounds R         puts a rank in the measured game (default 500; --quick 100)\n"
+"    --keep             keep callgrind's files (the directory is printed)\n"
+"    CSV: impl mq (metrics instr_post_app, instr_post_with_pass,\n"
+"    instr_engine_task, instr_verbs_post_task, instr_verbs_poll_task) and\n"
+"    triggered (instr_engine_op, instr_verbs_post_op, instr_verbs_poll_op),\n"
+"    instructions; no baseline (the targets are absolute)\n";
