@@ -53,12 +53,12 @@ static struct shadow *qp_shadow(struct shadow *sh, unsigned *nsh, struct emunic_
 }
 
 static int check_data(struct emunic_dev *d, struct emunic_mq *mq, unsigned i, const struct emunic_task *t,
-		      struct nic_cmd *c, struct shadow *sh, unsigned *nsh)
+		      bool qp_live, struct nic_cmd *c, struct shadow *sh, unsigned *nsh)
 {
 	bool recv = t->op == EMUNIC_TASK_RECV;
 	struct shadow *s;
 
-	if (!t->qp || !nic_obj_alive(d, &t->qp->o, OBJ_QP))
+	if (!qp_live)
 		return bad(mq, i, t, "its QP is not a live QP of this device");
 	if (t->len && (!t->mr || !nic_obj_alive(d, &t->mr->o, OBJ_MR)))
 		return bad(mq, i, t, "its buffer has no registered memory region");
@@ -73,14 +73,14 @@ static int check_data(struct emunic_dev *d, struct emunic_mq *mq, unsigned i, co
 	return 0;
 }
 
-static int check_enable(struct emunic_dev *d, struct emunic_mq *mq, unsigned i, const struct emunic_task *t,
+static int check_enable(struct emunic_mq *mq, unsigned i, const struct emunic_task *t, bool qp_live,
 			struct nic_cmd *c, struct shadow *sh, unsigned *nsh)
 {
 	bool snd = t->op == EMUNIC_TASK_SEND_EN;
 	uint64_t *posted, *claimed;
 	struct shadow *s;
 
-	if (!t->qp || !nic_obj_alive(d, &t->qp->o, OBJ_QP))
+	if (!qp_live)
 		return bad(mq, i, t, "its QP is not a live QP of this device");
 	if (!(t->qp->attr.flags & (snd ? EMUNIC_QP_MANAGED_SEND : EMUNIC_QP_MANAGED_RECV)))
 		return bad(mq, i, t, snd ? "the QP was not created MANAGED_SEND" : "the QP was not created MANAGED_RECV");
@@ -127,7 +127,15 @@ static int check_wait(struct emunic_dev *d, struct emunic_mq *mq, unsigned i, co
 	return 0;
 }
 
-static int check(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned n, struct nic_cmd *out,
+/* Where command i of the list is built: in `buf`, or, with none, straight
+ * in the ring's free slots, which are the post lock holder's alone until
+ * it publishes them (so a list that fails its checks leaves nothing). */
+static struct nic_cmd *cmd_at(struct emunic_dev *d, struct nic_cmd *buf, unsigned i)
+{
+	return buf ? &buf[i] : emunic_ring_slot(&d->cmd, i);
+}
+
+static int check(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned n, struct nic_cmd *buf,
 		 struct shadow *sh, unsigned *nsh)
 {
 	struct emunic_dev *d = mq->o.dev;
@@ -135,27 +143,29 @@ static int check(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned
 
 	for (unsigned i = 0; i < n; i++) {
 		const struct emunic_task *t = &tasks[i];
+		struct nic_cmd *c = cmd_at(d, buf, i);
+		bool qp_live = t->qp && nic_obj_alive(d, &t->qp->o, OBJ_QP);
 		int r;
 
-		out[i] = (struct nic_cmd){
+		*c = (struct nic_cmd){
 			.type = NIC_CMD_TASK, .op = (uint8_t)t->op, .mq = mq->o.handle, .wr_id = t->wr_id,
 			.flags = (t->flags & EMUNIC_TASK_SIGNAL) ? NIC_TASK_SIGNAL : 0,
 			.addr = (uintptr_t)t->addr, .len = t->len, .remote_addr = t->remote_addr, .rkey = t->rkey,
 			.imm = t->imm, .add = t->add,
 		};
-		if (t->qp && nic_obj_alive(d, &t->qp->o, OBJ_QP) && (t->qp->attr.flags & EMUNIC_QP_TRIGGERED))
+		if (qp_live && (t->qp->attr.flags & EMUNIC_QP_TRIGGERED))
 			return bad(mq, i, t, "its QP was created TRIGGERED (for triggered operations only)");
 		switch (t->op) {
 		case EMUNIC_TASK_SEND: case EMUNIC_TASK_WRITE: case EMUNIC_TASK_WRITE_IMM:
 		case EMUNIC_TASK_READ: case EMUNIC_TASK_FETCH_ADD: case EMUNIC_TASK_RECV:
-			r = check_data(d, mq, i, t, &out[i], sh, nsh);
+			r = check_data(d, mq, i, t, qp_live, c, sh, nsh);
 			break;
 		case EMUNIC_TASK_SEND_EN: case EMUNIC_TASK_RECV_EN:
-			r = check_enable(d, mq, i, t, &out[i], sh, nsh);
+			r = check_enable(mq, i, t, qp_live, c, sh, nsh);
 			ctl++;
 			break;
 		case EMUNIC_TASK_WAIT:
-			r = check_wait(d, mq, i, t, &out[i], sh, nsh);
+			r = check_wait(d, mq, i, t, c, sh, nsh);
 			ctl++;
 			break;
 		default:
@@ -168,16 +178,18 @@ static int check(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned
 }
 
 static void commit(struct emunic_mq *mq, struct shadow *sh, unsigned nsh, const struct emunic_task *tasks,
-		   const struct nic_cmd *c, unsigned n)
+		   unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {
 		const struct emunic_task *t = &tasks[i];
 
 		if (t->op == EMUNIC_TASK_WAIT) {
+			uint64_t target = cmd_at(mq->o.dev, NULL, i)->target;
+
 			/* From now on the completions it counts are the WAIT's,
 			 * not the app's (emunic_cq_poll skips them). */
-			if (c[i].target > atomic_load(&t->cq->covered))
-				atomic_store_explicit(&t->cq->covered, c[i].target, memory_order_release);
+			if (target > atomic_load(&t->cq->covered))
+				atomic_store_explicit(&t->cq->covered, target, memory_order_release);
 			mq->q.posted++;
 		} else if (t->op == EMUNIC_TASK_SEND_EN || t->op == EMUNIC_TASK_RECV_EN) {
 			mq->q.posted++;
@@ -206,7 +218,6 @@ static void commit(struct emunic_mq *mq, struct shadow *sh, unsigned nsh, const 
 
 int emunic_mq_post(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned n)
 {
-	struct nic_cmd cstack[POST_STACK], *c = cstack;
 	struct shadow sstack[POST_STACK + 1], *sh = sstack;
 	struct emunic_dev *d;
 	unsigned nsh = 0;
@@ -217,36 +228,33 @@ int emunic_mq_post(struct emunic_mq *mq, const struct emunic_task *tasks, unsign
 	if (!tasks || n == 0)
 		return emunic_err(-EINVAL, "mq %p: empty task list; nothing was posted", (void *)mq);
 	d = mq->o.dev;
-	if (n > POST_STACK) {
-		c = malloc(n * sizeof(*c));
-		sh = malloc((n + 1) * sizeof(*sh));
-		if (!c || !sh) {
-			free(c);
-			free(sh);
-			return -ENOMEM;
-		}
-	}
+	if (n > POST_STACK && !(sh = malloc((n + 1) * sizeof(*sh))))
+		return -ENOMEM;
 	pthread_mutex_lock(&d->post_lock);
-	r = check(mq, tasks, n, c, sh, &nsh);
-	if (!r && emunic_ring_space(&d->cmd) < n)
-		r = -ENOSPC;
+	if (emunic_ring_space(&d->cmd) >= n) {
+		r = check(mq, tasks, n, NULL, sh, &nsh);	/* built in the ring */
+	} else {
+		/* No room: the list still gets its checks (an invalid list is
+		 * -EINVAL whatever the ring holds), built aside. */
+		struct nic_cmd *c = malloc(n * sizeof(*c));
+
+		r = c ? check(mq, tasks, n, c, sh, &nsh) : -ENOMEM;
+		free(c);
+		r = r ? r : -ENOSPC;
+	}
 	if (!r) {
 		for (unsigned i = n; i-- > 0;)
 			if (tasks[i].op == EMUNIC_TASK_WAIT || tasks[i].op == EMUNIC_TASK_SEND_EN ||
 			    tasks[i].op == EMUNIC_TASK_RECV_EN) {
-				c[i].flags |= NIC_TASK_LIST_END;
+				cmd_at(d, NULL, i)->flags |= NIC_TASK_LIST_END;
 				break;
 			}
-		for (unsigned i = 0; i < n; i++)
-			*(struct nic_cmd *)emunic_ring_slot(&d->cmd, i) = c[i];
-		commit(mq, sh, nsh, tasks, c, n);
+		commit(mq, sh, nsh, tasks, n);
 		emunic_ring_publish(&d->cmd, n);	/* the whole list at once */
 	}
 	pthread_mutex_unlock(&d->post_lock);
-	if (c != cstack) {
-		free(c);
+	if (sh != sstack)
 		free(sh);
-	}
 	if (!r)
 		nic_submitted(d);
 	return r;
