@@ -117,8 +117,12 @@ def test_ptp_ibarrier_needs_the_app(rxe):
 
 def test_mq_missing_rank_is_named(rxe):
     """The extra rank (4 of 5) stops: its partner, rank 0, times out and
-    names it; the job fails instead of hanging."""
-    rc, out = barrier(rxe, 5, "--impl mq --rounds 20 --stall-rank 4 --timeout-ms 3000", timeout=120)
+    names it; the job fails instead of hanging.  Ranks 1-3 wait on rank 0
+    and start waiting a little earlier than it, so with equal timeouts they
+    time out first and the job ends before rank 0 names rank 4 (seen in CI):
+    the others get a longer bound, so rank 0's fires first."""
+    rc, out = barrier(rxe, 5, "--impl mq --rounds 20 --stall-rank 4 --timeout-ms 10000 --timeout-rank 0:3000",
+                      timeout=120)
     assert rc == 3, out
     assert re.search(r"rank 0: coll: barrier \d+ not complete after 3000 ms; signals missing from "
                      r"peer 4 \(\d+ of \d+\)", out), out

@@ -33,19 +33,27 @@ static uint64_t wr_id(const struct emunic_qp *qp, uint64_t idx, bool recv)
 /* The three verbs calls of the data path, each a function of its own that is
  * never inlined or cloned (noipa): an instruction count (emunic-bench instr,
  * callgrind) can then tell the engine's own work from verbs' by name. */
-static __attribute__((noipa)) int verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+#if defined(__has_attribute)
+#if __has_attribute(noipa)
+#define OUT_OF_LINE __attribute__((noipa))
+#endif
+#endif
+#ifndef OUT_OF_LINE
+#define OUT_OF_LINE __attribute__((noinline))	/* clang: no noipa, no cloning either */
+#endif
+static OUT_OF_LINE int verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 						  struct ibv_send_wr **bad)
 {
 	return ibv_post_send(qp, wr, bad);
 }
 
-static __attribute__((noipa)) int verbs_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+static OUT_OF_LINE int verbs_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 						  struct ibv_recv_wr **bad)
 {
 	return ibv_post_recv(qp, wr, bad);
 }
 
-static __attribute__((noipa)) int verbs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+static OUT_OF_LINE int verbs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 {
 	return ibv_poll_cq(cq, n, wc);
 }

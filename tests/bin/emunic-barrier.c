@@ -36,6 +36,7 @@ struct opts {
 	struct emunic_coll_attr ca;
 	int rounds, skew_us, compute_ms, spin_us, timeout_ms, ibarrier_compute;
 	int stall_rank;			/* stops entering barriers half-way */
+	int timeout_rank, timeout_rank_ms;	/* this rank's timeout instead */
 	int inflight;			/* > 1: that many ibarriers posted at once */
 	enum emunic_idle idle;
 };
@@ -123,6 +124,8 @@ static int setup(struct bar *b)
 		return fail(b, r, "bootstrap");
 	b->rank = emunic_boot_rank(b->boot);
 	b->size = emunic_boot_size(b->boot);
+	if (b->rank == b->o.timeout_rank)
+		b->o.timeout_ms = b->o.ca.timeout_ms = b->o.timeout_rank_ms;
 	if (b->o.impl == IMPL_NONE)
 		return 0;
 	return b->o.impl == IMPL_PTP ? setup_ptp(b) : setup_mq(b);
@@ -419,7 +422,7 @@ static const char usage[] =
 "usage: emunic-run -n N emunic-barrier [--impl mq|ptp|none] [--signal send|write_imm]\n"
 "           [--conn dense|sparse] [--rounds N] [--skew-us MAX] [--ibarrier-compute]\n"
 "           [--compute-ms MS] [--spin-us US] [--idle default|spin|sleep] [--timeout-ms MS]\n"
-"           [--stall-rank R] [--inflight K]\n"
+"           [--stall-rank R] [--timeout-rank R:MS] [--inflight K]\n"
 "  Verifies that no rank leaves a barrier before the last one entered it, over\n"
 "  N rounds with every rank entering after a random 0..MAX us (default 100).\n"
 "  --ibarrier-compute: post an ibarrier, compute MS ms (default 300) without\n"
@@ -427,7 +430,10 @@ static const char usage[] =
 "  --impl ptp is the host-progressed baseline (dense only; --spin-us: how long\n"
 "  its wait spins before sleeping).  --idle: the progress core's idle policy.\n"
 "  --stall-rank R: rank R stops half-way, so the others must time out\n"
-"  (--timeout-ms) and name the peers whose signals are missing.  --inflight K:\n"
+"  (--timeout-ms) and name the peers whose signals are missing.\n"
+"  --timeout-rank R:MS: rank R times out after MS instead, so that it is the\n"
+"  first to (the ranks waiting on a rank that waits would otherwise race it).\n"
+"  --inflight K:\n"
 "  post K ibarriers (each after its delay), then complete them in order, the\n"
 "  first by test calls, the rest by wait.  --impl none: no barrier at all,\n"
 "  which the verification must catch.\n"
@@ -447,6 +453,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "compute-ms", required_argument, NULL, 'm' }, { "spin-us", required_argument, NULL, 'p' },
 		{ "idle", required_argument, NULL, 'd' }, { "timeout-ms", required_argument, NULL, 't' },
 		{ "stall-rank", required_argument, NULL, 'S' }, { "inflight", required_argument, NULL, 'n' },
+		{ "timeout-rank", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	int c, v;
@@ -475,6 +482,11 @@ static int parse(int argc, char **argv, struct opts *o)
 			break;
 		case 't': if (!(o->timeout_ms = atoi(optarg))) return -1; o->ca.timeout_ms = o->timeout_ms; break;
 		case 'S': o->stall_rank = atoi(optarg); break;
+		case 'T':
+			if (sscanf(optarg, "%d:%d", &o->timeout_rank, &o->timeout_rank_ms) != 2 || o->timeout_rank < 0 ||
+			    o->timeout_rank_ms <= 0)
+				return -1;
+			break;
 		case 'n': if ((o->inflight = atoi(optarg)) < 1 || o->inflight > 64) return -1; break;
 		case 'h': fputs(usage, stdout); exit(0);
 		default: return -1;
@@ -505,6 +517,7 @@ int main(int argc, char **argv)
 	b.o.spin_us = -2;		/* the PTP default */
 	b.o.timeout_ms = 30000;
 	b.o.stall_rank = -1;
+	b.o.timeout_rank = -1;
 	b.o.inflight = 1;
 	b.o.ca.timeout_ms = b.o.timeout_ms;
 	if (parse(argc, argv, &b.o)) {

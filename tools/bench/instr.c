@@ -230,6 +230,9 @@ static int report(struct bench *b, const struct instr_opts *o, const char *dir, 
 	tasks = 4.0 * lists;
 	puts = o->rounds;
 	post_all = (double)incl(&mq, F_MQ_POST) / lists;
+	if (mq.inline_pass > incl(&mq, F_MQ_POST))
+		return bench_err(b, -ENODATA, "callgrind's dump counts more passes under nic_submitted than in "
+				 "emunic_mq_post: a poster other than emunic_mq_post ran in the measured part");
 	post_app = (double)(incl(&mq, F_MQ_POST) - mq.inline_pass) / lists;
 	mq_post = (double)(incl(&mq, F_POST_SEND) + incl(&mq, F_POST_RECV)) / tasks;
 	mq_poll = (double)incl(&mq, F_POLL) / tasks;
@@ -314,8 +317,8 @@ static int under_callgrind(int argc, char **argv, const struct instr_opts *o)
 {
 	char dir[] = "/tmp/emunic-instr.XXXXXX", out[64], self[4096];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	pid_t pid, parent = getpid();
 	int status;
-	pid_t pid;
 
 	if (n <= 0)
 		return fprintf(stderr, "emunic-bench: instr: cannot find my own executable (%s)\n", strerror(errno)),
@@ -330,6 +333,8 @@ static int under_callgrind(int argc, char **argv, const struct instr_opts *o)
 		int k = 0;
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);	/* no orphan if the launcher kills us */
+		if (getppid() != parent)
+			_exit(EXIT_RUN);		/* it did, before the line above */
 		setenv(INSTR_DIR_ENV, dir, 1);
 		if (!av)
 			_exit(EXIT_RUN);
@@ -353,8 +358,13 @@ static int under_callgrind(int argc, char **argv, const struct instr_opts *o)
 		rm_dir(dir);
 		return EXIT_RUN;
 	}
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			fprintf(stderr, "emunic-bench: instr: waitpid: %s\n", strerror(errno));
+			status = EXIT_RUN << 8;
+			break;
+		}
+	}
 	if (o->keep)
 		fprintf(stderr, "emunic-bench: instr: callgrind's files kept in %s\n", dir);
 	else
