@@ -45,8 +45,10 @@ struct potato {
 	struct emunic_target peer;
 };
 
-static int potato_open(struct bench *b, const struct potato_opts *o, struct potato *p)
+/* Sets up p (its options in p->o): collective, 2 ranks. */
+static int potato_open(struct bench *b, struct potato *p)
 {
+	const struct potato_opts *o = &p->o;
 	struct emunic_target mine, all[2];
 	struct emunic_dev_attr da;
 	struct emunic_qp_attr qa;
@@ -83,6 +85,8 @@ static int potato_open(struct bench *b, const struct potato_opts *o, struct pota
 	return r ? bench_err(b, r, "emunic_qp_wait_connected (rank %d)", 1 - b->rank) : 0;
 }
 
+/* Frees what p holds and forgets it (so closing twice is harmless); keeps
+ * the options. */
 static void potato_close(struct potato *p)
 {
 	if (p->le)
@@ -98,11 +102,13 @@ static void potato_close(struct potato *p)
 	if (p->dev)
 		emunic_dev_close(p->dev);
 	free(p->buf);
+	*p = (struct potato){ .o = p->o };
 }
 
 /* One game of R round trips; rank 0 returns its wall time in *us. */
-static int play(struct bench *b, const struct potato_opts *o, struct potato *p, int game, double *us)
+int bench_potato_play(struct bench *b, struct potato *p, int game, double *us)
 {
+	const struct potato_opts *o = &p->o;
 	uint64_t base = (uint64_t)game * o->rounds;	/* counters are never reset */
 	struct emunic_op op = { .kind = EMUNIC_OP_PUT, .qp = p->qp, .addr = &p->buf[1], .len = 8, .mr = p->mr,
 				.target = p->peer };
@@ -138,7 +144,7 @@ static int play(struct bench *b, const struct potato_opts *o, struct potato *p, 
 	return 0;
 }
 
-/* One game on its own, for instr.c, which counts its instructions. */
+/* A game set up on its own, for instr.c, which counts its instructions. */
 int bench_potato_new(struct bench *b, int rounds, int timeout_ms, struct potato **out)
 {
 	struct potato *p = calloc(1, sizeof(*p));
@@ -147,12 +153,7 @@ int bench_potato_new(struct bench *b, int rounds, int timeout_ms, struct potato 
 	if (!p)
 		return bench_err(b, -ENOMEM, "the hot potato's state");
 	p->o = (struct potato_opts){ .rounds = rounds, .timeout_ms = timeout_ms };
-	return potato_open(b, &p->o, p);
-}
-
-int bench_potato_play(struct bench *b, struct potato *p, int game, double *us)
-{
-	return play(b, &p->o, p, game, us);
+	return potato_open(b, p);
 }
 
 void bench_potato_free(struct potato *p)
@@ -231,32 +232,32 @@ int bench_potato_main(int argc, char **argv)
 		{ "rounds", required_argument, NULL, 'r' }, { "lat-iters", required_argument, NULL, 'l' },
 		OPT_QUICK, OPTS_COMMON
 	};
-	struct potato_opts o = { .rounds = 0, .iters = 0, .timeout_ms = 60000 };
-	struct common_opts com = { .timeout_ms = o.timeout_ms };
-	struct potato p = { 0 };
+	struct potato p = { .o = { .timeout_ms = 60000 } };
+	struct potato_opts *o = &p.o;
+	struct common_opts com = { .timeout_ms = o->timeout_ms };
 	struct bench b = { 0 };
 	char device[96] = "?";
 	double games[5], rt = -1, lat = -1;
 	const char *why = "";
-	int ngames = 5, r = bench_parse_opts("potato", argc, argv, lo, potato_opt, &o, &com);
+	int ngames = 5, r = bench_parse_opts("potato", argc, argv, lo, potato_opt, o, &com);
 
 	if (r)
 		return r;	/* EXIT_USAGE, or BENCH_HELP: main.c prints the manual */
-	o.timeout_ms = com.timeout_ms;
-	o.csv = com.csv;
-	if (!o.rounds)
-		o.rounds = com.quick ? 200 : 1000;
-	if (!o.iters)
-		o.iters = com.quick ? 1000 : 5000;
-	r = bench_init(&b, "potato", o.csv);
+	o->timeout_ms = com.timeout_ms;
+	o->csv = com.csv;
+	if (!o->rounds)
+		o->rounds = com.quick ? 200 : 1000;
+	if (!o->iters)
+		o->iters = com.quick ? 1000 : 5000;
+	r = bench_init(&b, "potato", o->csv);
 	r = r ? r : bench_two_ranks(&b);
-	r = r ? r : potato_open(&b, &o, &p);
+	r = r ? r : potato_open(&b, &p);
 	for (int g = 0; !r && g < ngames; g++)
-		r = play(&b, &o, &p, g, &games[g]);
+		r = bench_potato_play(&b, &p, g, &games[g]);
 	if (!r) {
-		rt = bench_median(games, ngames) / o.rounds;
+		rt = bench_median(games, ngames) / o->rounds;
 		bench_progress(&b, "[triggered] %d games of %d round trips: %.1f us a round trip (median game)", ngames,
-			       o.rounds, rt);
+			       o->rounds, rt);
 	}
 	if (!r) {
 		char dev[64];
@@ -264,8 +265,7 @@ int bench_potato_main(int argc, char **argv)
 		snprintf(dev, sizeof(dev), "%s", emunic_dev_name(p.dev));
 		snprintf(device, sizeof(device), "%s", p.device);
 		potato_close(&p);	/* ib_write_lat has the device to itself */
-		memset(&p, 0, sizeof(p));
-		lat = write_lat(&b, &o, dev, &why);
+		lat = write_lat(&b, o, dev, &why);
 		if (b.rank == 0 && lat < 0)
 			fprintf(stderr, "emunic-bench: rank 0: potato: ib_write_lat gave no figure: %s; the ratio is n/a\n",
 				why);
@@ -280,7 +280,7 @@ int bench_potato_main(int argc, char **argv)
 		       "  triggered    %d puts a rank, each triggered by the other's last arriving; app threads\n"
 		       "               asleep (nanosleep %d us between looks); median of %d games\n"
 		       "  baseline     ib_write_lat -F%s -n %d, rank 1 serving: round trip = 2 x t_avg%s\n\n",
-		       device, o.rounds, SLEEP_US, ngames, LAT_CYCLES ? " -C" : "", o.iters,
+		       device, o->rounds, SLEEP_US, ngames, LAT_CYCLES ? " -C" : "", o->iters,
 		       LAT_CYCLES ? " (cycles, at the TSC rate measured over the run)" : "");
 		printf("  %-14s %14s\n", "impl", "round trip us");
 		printf("  %-14s %14.2f\n", POTATO_BASELINE, lat > 0 ? 2 * lat : -1);
