@@ -90,8 +90,6 @@ struct emunic_dev_stats {
 	uint64_t wake_cq, wake_cm, wake_doorbell, wake_timer;	/* ... because of */
 	uint64_t arms;			/* completion events asked for */
 	uint64_t timer_sets;		/* hand-over timer changes */
-	uint64_t handover_us;		/* the hand-over delay now (adapted; EMUNIC_HANDOVER_US fixes it) */
-	uint64_t wakes_wasted;		/* hand-over wakes the application beat (it came back) */
 	uint64_t waits;			/* bounded waits */
 	uint64_t wait_sleeps;		/* ... that slept (assisting did not finish them) */
 	int realtime;			/* the core thread runs at real-time priority */

@@ -93,9 +93,6 @@ int nic_wait(struct emunic_dev *d, struct emunic_word *const *w, unsigned nw, bo
 			assisting = false;
 			if (nic_own(d))
 				nic_unown(d);	/* hands over */
-			/* A sleeper wants the core now, not after the
-			 * hand-over delay (that is for one coming back). */
-			nic_doorbell(d);
 		}
 		if (atomic_load_explicit(&d->notices, memory_order_relaxed))
 			nic_notices_flush(d);

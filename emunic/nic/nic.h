@@ -272,10 +272,7 @@ struct emunic_dev {
 	_Atomic bool armed;		/* a completion event is asked for */
 	_Atomic bool cm_ready;		/* the CM channel has events */
 	_Atomic uint64_t wake_ns;	/* when the core's timer fires (UINT64_MAX: not set) */
-	_Atomic bool wake_urgent;	/* ... set for work waiting on a completion */
-	_Atomic uint64_t handover_ns;	/* the hand-over delay now (thread.c adapts it) */
-	bool handover_fixed;		/* $EMUNIC_HANDOVER_US: never adapted */
-	_Atomic uint64_t left_ns;	/* when an application thread last left the engine */
+	bool wake_urgent;		/* ... set for work waiting on a completion */
 	int cm_fd;			/* the rdma_cm channel (-1: none) */
 	int doorbell;			/* eventfd (wake.c) */
 	int wake_timer;			/* timerfd (wake.c) */

@@ -11,15 +11,16 @@
  *
  * An application thread that gives the token back hands the engine over to
  * the core thread: if work is left that only a completion can move, the
- * core's timer is set to wake it after the hand-over delay (the application
- * usually comes back first, to wait, and then the core never wakes; the
- * core adapts the delay, thread.c); completions nobody waits for are
- * collected within LAZY; a unit's deadline sets the timer too.
+ * core's timer is set to wake it shortly (the application usually comes
+ * back first, to wait, and then the core never wakes); completions nobody
+ * waits for are collected within LAZY; a unit's deadline sets the timer too.
  */
 #include "emunic/nic/nic.h"
 
+#include <stdlib.h>
 
 #define UNOWN_ROUNDS 4			/* extra passes a leaving holder runs for others */
+#define LAZY_NS (10 * EMUNIC_NS_PER_MS)
 
 static _Thread_local const struct emunic_dev *owner_of;
 static _Thread_local bool handlers_ok, is_core;
@@ -38,23 +39,33 @@ bool nic_owned(const struct emunic_dev *d)
 	return owner_of == d;
 }
 
+static uint64_t handover_ns(void)
+{
+	static _Atomic uint64_t ns;
+	uint64_t v = atomic_load_explicit(&ns, memory_order_relaxed);
+
+	if (!v) {
+		const char *s = getenv("EMUNIC_HANDOVER_US");
+
+		v = (s && *s ? strtoull(s, NULL, 10) : 50) * 1000 + 1;
+		atomic_store_explicit(&ns, v, memory_order_relaxed);
+	}
+	return v - 1;
+}
+
 /* Under the token: when must the core thread look again, given what this
- * application thread leaves behind?  A thread that assists (waits, running
- * the engine) is the engine and changes nothing.  A thread that leaves
- * stamps the time and, if work is left that needs the engine, makes sure
- * the timer fires within the hand-over delay; a timer already due sooner
- * stays, so a tight post/wait loop makes no system call here: when that
- * timer fires with the application still about, the core sets it again
- * itself (thread.c). */
+ * application thread leaves behind?  While a thread assists (waits, running
+ * the engine) it is the engine: only a timer planned for urgent work is
+ * pushed out, so the core does not wake while the waiter polls. */
 static void hand_over(struct emunic_dev *d)
 {
+	bool assisted = atomic_load_explicit(&d->assisting, memory_order_relaxed);
 	uint64_t now, want, cur;
 	bool urgent = false;
 
-	if (atomic_load_explicit(&d->assisting, memory_order_relaxed) && !atomic_load(&d->need_core))
+	if (assisted && !d->wake_urgent && !atomic_load(&d->need_core))
 		return;
 	now = emunic_now_ns();
-	atomic_store_explicit(&d->left_ns, now, memory_order_relaxed);
 	want = nic_next_due_ns(d);
 	cur = atomic_load(&d->wake_ns);
 	if (cur <= now)
@@ -62,16 +73,19 @@ static void hand_over(struct emunic_dev *d)
 	if (atomic_load(&d->need_core)) {
 		want = now;
 		urgent = true;
-	} else if (nic_pending(d)) {
-		uint64_t delay = atomic_load_explicit(&d->handover_ns, memory_order_relaxed);
-
-		if (now + delay < want)
-			want = now + delay;
+	} else if (!assisted && nic_pending(d)) {
+		if (now + handover_ns() < want)
+			want = now + handover_ns();
 		urgent = true;
+	} else if (d->inflight && now + LAZY_NS < want) {
+		want = now + LAZY_NS;
 	}
-	if (want < cur) {
+	/* Earlier than planned: move the timer.  An urgent wake planned for
+	 * work that is gone: push it out, so a tight post/wait loop never
+	 * wakes the core. */
+	if (want < cur || (d->wake_urgent && !urgent && want > cur)) {
 		nic_set_wake(d, want);
-		atomic_store_explicit(&d->wake_urgent, urgent, memory_order_relaxed);
+		d->wake_urgent = urgent;
 	}
 }
 

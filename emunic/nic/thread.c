@@ -12,8 +12,7 @@
  * When an application thread leaves the engine with work that needs the
  * core (owner.c, nic_hand_over), it sets the timer rather than waking the
  * core: if the application comes back within that time (it usually waits
- * right away) the core never wakes for it.  How long that time is adapts
- * (moderate), as NIC drivers adapt interrupt moderation.
+ * right away) the core never wakes for it.
  */
 #include "emunic/nic/nic.h"
 #include "emunic/base/log.h"
@@ -31,8 +30,6 @@
 #define SLEEP_MAX_NS (1000 * EMUNIC_NS_PER_MS)	/* a clock look now and then */
 #define LAZY_NS (10 * EMUNIC_NS_PER_MS)		/* completions nobody waits for */
 #define RT_PRIORITY 10
-#define HANDOVER_MIN_NS (50 * 1000)	/* the hand-over delay, adapted between these */
-#define HANDOVER_MAX_NS (1000 * 1000)
 
 enum { FD_CHAN, FD_CM, FD_BELL, FD_TIMER, NFDS };
 
@@ -81,58 +78,6 @@ static void pin(struct emunic_dev *d)
 	CPU_SET(d->attr.cpu, &set);
 	if (sched_setaffinity(0, sizeof(set), &set))
 		nic_notice(d, "progress core: cannot pin to CPU %d; running unpinned", d->attr.cpu);
-}
-
-/* ---- the hand-over delay ------------------------------------------------------------ */
-
-static void moderation_init(struct emunic_dev *d)
-{
-	const char *s = getenv("EMUNIC_HANDOVER_US");
-
-	d->handover_fixed = s && *s;
-	atomic_store(&d->handover_ns, d->handover_fixed ? strtoull(s, NULL, 10) * 1000 : HANDOVER_MIN_NS);
-	d->st.handover_us = atomic_load(&d->handover_ns) / 1000;
-}
-
-/* Interrupt moderation, as NIC drivers adapt it (Linux's net_dim): a timer
- * wake for work an application thread handed over was wasted when the
- * application was still about (see still_about), and useful when the core
- * did the work alone.  Wasted wakes double the delay, useful ones halve it: a tight post/wait loop, where the
- * application is away for a moment only, stops waking the core (on few CPUs
- * such a wake preempts a rank that is about to come back), while an
- * application that posts and computes gets the core within the minimum. */
-static void moderate(struct emunic_dev *d, bool useful)
-{
-	uint64_t v = atomic_load_explicit(&d->handover_ns, memory_order_relaxed);
-
-	d->st.wakes_wasted += !useful;
-	if (d->handover_fixed)
-		return;
-	if (useful)
-		v = v / 2 > HANDOVER_MIN_NS ? v / 2 : HANDOVER_MIN_NS;
-	else
-		v = v * 2 < HANDOVER_MAX_NS ? v * 2 : HANDOVER_MAX_NS;
-	atomic_store_explicit(&d->handover_ns, v, memory_order_relaxed);
-	d->st.handover_us = v / 1000;
-}
-
-/* Under the token, woken by the hand-over timer: is the application still
- * about (a thread waits and runs the engine, or one left it less than the
- * delay ago) with work pending?  Then the wake was wasted: set the timer
- * to the delay after the application's last look and sleep again, leaving
- * the work to it.  Returns true when it did. */
-static bool still_about(struct emunic_dev *d)
-{
-	uint64_t now = emunic_now_ns(), left = atomic_load_explicit(&d->left_ns, memory_order_relaxed), delay;
-	bool assisted = atomic_load(&d->assisting) != 0;
-
-	if (!(assisted || now - left < atomic_load_explicit(&d->handover_ns, memory_order_relaxed)) || !nic_pending(d))
-		return false;
-	moderate(d, false);
-	delay = atomic_load_explicit(&d->handover_ns, memory_order_relaxed);
-	nic_set_wake(d, (assisted ? now : left) + delay);
-	atomic_store_explicit(&d->wake_urgent, true, memory_order_relaxed);
-	return true;
 }
 
 /* ---- sleeping ------------------------------------------------------------------------- */
@@ -224,12 +169,11 @@ static int prepare_sleep(struct emunic_dev *d)
 	}
 	cap = now + (d->inflight ? LAZY_NS : SLEEP_MAX_NS);
 	nic_set_wake(d, due < cap ? due : cap);
-	atomic_store(&d->wake_urgent, false);
+	d->wake_urgent = false;
 	return n;
 }
 
-/* Returns true when the hand-over timer woke the core. */
-static bool core_sleep(struct emunic_dev *d)
+static void core_sleep(struct emunic_dev *d)
 {
 	struct core_sleep *s = d->uring;
 	struct io_uring_cqe *cqe;
@@ -237,7 +181,7 @@ static bool core_sleep(struct emunic_dev *d)
 	unsigned head, n = 0;
 
 	bool cm = d->cm_fd >= 0 && !atomic_load(&d->cm_ready);	/* events seen, not yet taken: do not wake again for them */
-	bool nap, urgent;
+	bool nap;
 
 	if (!s->use_poll) {
 		arm(s, FD_CHAN, d->chan->fd);
@@ -284,9 +228,7 @@ static bool core_sleep(struct emunic_dev *d)
 	d->st.wake_cm += fired[FD_CM];
 	d->st.wake_doorbell += fired[FD_BELL];
 	d->st.wake_timer += fired[FD_TIMER];
-	urgent = fired[FD_TIMER] && atomic_load(&d->wake_urgent);
 	drain_fds(d, s, fired);
-	return urgent;
 }
 
 /* ---- the loop ------------------------------------------------------------------------------ */
@@ -295,7 +237,6 @@ static void *core_main(void *arg)
 {
 	struct emunic_dev *d = arg;
 	uint64_t spin_ns = env_us("EMUNIC_SPIN_US", 20) * 1000, idle_since = 0;
-	bool handed = false;	/* woken by the hand-over timer, the application not seen since */
 
 	go_realtime(d);
 	pin(d);
@@ -312,22 +253,13 @@ static void *core_main(void *arg)
 			 * again when it leaves (or the token is free by now). */
 			nic_kick(d);
 			if (!nic_own(d)) {
-				if (handed)
-					moderate(d, false);
-				handed = false;
 				if (d->uring)
-					handed = core_sleep(d);
+					core_sleep(d);
 				else
 					sched_yield();	/* spinning: never sleeps */
 				idle_since = 0;
 				continue;
 			}
-		}
-		if (handed && still_about(d)) {
-			nic_unown(d);
-			handed = core_sleep(d);
-			idle_since = 0;
-			continue;
 		}
 		atomic_store(&d->kick, 0);
 		atomic_store(&d->need_core, false);
@@ -340,11 +272,8 @@ static void *core_main(void *arg)
 			nic_unown(d);
 			if (atomic_load_explicit(&d->notices, memory_order_relaxed))
 				nic_notices_flush(d);
-			if (handed)
-				moderate(d, true);	/* the core did the work alone */
-			handed = false;
 			if (!n)
-				handed = core_sleep(d);
+				core_sleep(d);
 			idle_since = 0;
 			continue;
 		}
@@ -365,7 +294,6 @@ int nic_core_start(struct emunic_dev *d)
 
 	if ((r = nic_wake_init(d, d->idle != EMUNIC_IDLE_SPIN)))
 		return r;
-	moderation_init(d);
 	if (d->idle != EMUNIC_IDLE_SPIN && (r = sleep_init(d)))
 		return r;
 	r = -pthread_create(&d->thread, NULL, core_main, d);

@@ -214,14 +214,11 @@ static int measure_latency(struct bench *b, const struct bar_opts *o, struct imp
 			   double *raw_ns)
 {
 	double ck = b->clock_ns, cpu;	/* each call pays one clock read */
-	struct emunic_dev_stats s0 = { 0 }, s1 = { 0 };
 	int64_t t0, t1, c0;
 	int r = sync_ranks(b, im, "barrier latency");
 
 	if (r)
 		return r;
-	if (im->dev)
-		emunic_dev_stats(im->dev, &s0);
 	c0 = bench_cpu_ns();
 	t0 = t1 = bench_mono_ns();
 	for (int i = 0; i < o->iters; i++) {
@@ -234,18 +231,7 @@ static int measure_latency(struct bench *b, const struct bar_opts *o, struct imp
 	}
 	c0 = bench_cpu_ns() - c0;
 	cpu = (double)c0 / o->iters - ck;
-	if (im->dev)
-		emunic_dev_stats(im->dev, &s1);
 	r = bench_add(b, im->name, "barrier_latency", ((double)(t1 - t0) / o->iters - ck) / 1e3, "us");
-	/* Why the mq figures are what they are: the core's wake-ups and the
-	 * hand-over timer's moves (each a system call) a blocking barrier. */
-	if (!r && im->dev) {
-		r = bench_add(b, im->name, "core_wakes_per_barrier", (double)(s1.core_wakes - s0.core_wakes) / o->iters,
-			      "count");
-		r = r ? r : bench_add(b, im->name, "timer_sets_per_barrier",
-				      (double)(s1.timer_sets - s0.timer_sets) / o->iters, "count");
-		r = r ? r : bench_add(b, im->name, "handover_delay", (double)s1.handover_us, "us");
-	}
 	r = r ? r : bench_add(b, im->name, "barrier_latency_p50", bench_median(samp, o->iters) / 1e3, "us");
 	r = r ? r : bench_add(b, im->name, "app_cpu_barrier", (cpu > 0 ? cpu : 0) / 1e3, "us");
 	r = r ? r : sync_ranks(b, im, "ibarrier latency");
@@ -522,13 +508,6 @@ static void print_latency(const struct bench *b, const struct bar_opts *o, const
 			bench_cell(ratio_of(b, im[k].name, m[j]), 12, "%.2fx");
 		printf("\n");
 	}
-	for (int k = 0; k < n; k++)
-		if (!im[k].ptp)
-			printf("   %s, rank 0, a blocking barrier: the core woke %.3f times, the hand-over timer\n"
-			       "   moved %.3f times; hand-over delay at the end %.0f us\n", im[k].name,
-			       bench_get(b, im[k].name, "core_wakes_per_barrier"),
-			       bench_get(b, im[k].name, "timer_sets_per_barrier"),
-			       bench_get(b, im[k].name, "handover_delay"));
 }
 
 static void print_test_loop(const struct bench *b, const struct bar_opts *o, const struct bar_info *info,
