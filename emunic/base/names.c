@@ -23,9 +23,36 @@ const char *emunic_task_op_str(int op)
 		[EMUNIC_TASK_WRITE_IMM] = "WRITE_IMM", [EMUNIC_TASK_READ] = "READ",
 		[EMUNIC_TASK_FETCH_ADD] = "FETCH_ADD", [EMUNIC_TASK_WAIT] = "WAIT",
 		[EMUNIC_TASK_SEND_EN] = "SEND_EN", [EMUNIC_TASK_RECV_EN] = "RECV_EN",
+		[EMUNIC_TASK_CALC] = "CALC",
 	};
 
 	return NAME_OF(names, op);
+}
+
+const char *emunic_calc_op_str(int op)
+{
+	static const char *const names[] = {
+		[EMUNIC_CALC_SUM] = "SUM", [EMUNIC_CALC_PROD] = "PROD", [EMUNIC_CALC_MIN] = "MIN",
+		[EMUNIC_CALC_MAX] = "MAX", [EMUNIC_CALC_LAND] = "LAND", [EMUNIC_CALC_LOR] = "LOR",
+		[EMUNIC_CALC_LXOR] = "LXOR", [EMUNIC_CALC_BAND] = "BAND", [EMUNIC_CALC_BOR] = "BOR",
+		[EMUNIC_CALC_BXOR] = "BXOR", [EMUNIC_CALC_MINLOC] = "MINLOC", [EMUNIC_CALC_MAXLOC] = "MAXLOC",
+	};
+
+	return NAME_OF(names, op);
+}
+
+const char *emunic_calc_type_str(int type)
+{
+	static const char *const names[] = {
+		[EMUNIC_CALC_INT8] = "INT8", [EMUNIC_CALC_UINT8] = "UINT8", [EMUNIC_CALC_INT16] = "INT16",
+		[EMUNIC_CALC_UINT16] = "UINT16", [EMUNIC_CALC_INT32] = "INT32", [EMUNIC_CALC_UINT32] = "UINT32",
+		[EMUNIC_CALC_INT64] = "INT64", [EMUNIC_CALC_UINT64] = "UINT64", [EMUNIC_CALC_FLOAT] = "FLOAT",
+		[EMUNIC_CALC_DOUBLE] = "DOUBLE", [EMUNIC_CALC_FLOAT_INT] = "FLOAT_INT",
+		[EMUNIC_CALC_DOUBLE_INT] = "DOUBLE_INT", [EMUNIC_CALC_LONG_INT] = "LONG_INT",
+		[EMUNIC_CALC_2INT] = "2INT", [EMUNIC_CALC_SHORT_INT] = "SHORT_INT",
+	};
+
+	return NAME_OF(names, type);
 }
 
 const char *emunic_op_kind_str(int kind)

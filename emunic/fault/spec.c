@@ -63,6 +63,7 @@ static const char *const status_names[] = {
 static const char *const opcode_names[] = {
 	[EMUNIC_TASK_SEND] = "send", [EMUNIC_TASK_RECV] = "recv", [EMUNIC_TASK_WRITE] = "write",
 	[EMUNIC_TASK_WRITE_IMM] = "write_imm", [EMUNIC_TASK_READ] = "read", [EMUNIC_TASK_FETCH_ADD] = "fetch_add",
+	[EMUNIC_TASK_CALC] = "calc",
 };
 #define NOPCODE ((int)(sizeof(opcode_names) / sizeof(opcode_names[0])))
 

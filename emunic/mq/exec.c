@@ -7,8 +7,8 @@
  *     hands them to verbs when the QP is up, verbs has room and, if the QP is
  *     MANAGED_SEND (MANAGED_RECV), an enable released them;
  *   - an MQ runs WAIT (blocks until the CQ's count reaches the target fixed
- *     at post time), SEND_EN and RECV_EN (raise the QP's released count) in
- *     order; only MQs with something to do are looked at (a ready list; a
+ *     at post time), SEND_EN and RECV_EN (raise the QP's released count) and
+ *     a CALC without a QP (reduces into its buffer) in order; only MQs with something to do are looked at (a ready list; a
  *     blocked MQ waits on its CQ's list);
  *   - every data task's completion is counted on its CQ and queued for the
  *     app's poll unless a posted WAIT covers it (or the CQ is COUNT_ONLY);
@@ -114,6 +114,12 @@ static void on_task(struct emunic_dev *d, const struct nic_cmd *c)
 	case EMUNIC_TASK_WAIT:
 		t.obj = nic_resolve(d, c->obj, OBJ_CQ);
 		goto control;
+	case EMUNIC_TASK_CALC:
+		if (c->obj)
+			goto data;	/* a SEND of the result */
+		if (mq)
+			goto queue;	/* local: runs on the MQ's queue */
+		return;
 	case EMUNIC_TASK_SEND_EN:
 	case EMUNIC_TASK_RECV_EN:
 		t.obj = nic_resolve(d, c->obj, OBJ_QP);
@@ -122,11 +128,13 @@ control:
 		 * (mq.h), and so is the list of a destroyed MQ. */
 		if (!mq || !t.obj)
 			return;
+queue:
 		*nic_fifo_at(&mq->q, mq->q.tail++) = t;
 		d->mq->queued++;
 		mq_ready(d->mq, mq);
 		return;
 	default:
+data:
 		qp = (struct emunic_qp *)nic_resolve(d, c->obj, OBJ_QP);
 		if (qp)
 			nic_qp_queue(d, qp, &t, c->op == EMUNIC_TASK_RECV);
@@ -152,7 +160,8 @@ static int run_mq(struct emunic_dev *d, struct emunic_mq *mq)
 	while (f->head < f->tail) {
 		struct nic_task *t = nic_fifo_at(f, f->head);
 		struct emunic_wc wc = { .wr_id = t->wr_id, .op = t->op, .peer = -1 };
-		struct emunic_qp *qp = t->op != EMUNIC_TASK_WAIT ? (struct emunic_qp *)t->obj : NULL;
+		struct emunic_qp *qp = t->op == EMUNIC_TASK_SEND_EN || t->op == EMUNIC_TASK_RECV_EN
+					       ? (struct emunic_qp *)t->obj : NULL;
 		struct emunic_cq *cq = t->op == EMUNIC_TASK_WAIT ? (struct emunic_cq *)t->obj : NULL;
 
 		if (mq->skipping) {
@@ -185,6 +194,10 @@ static int run_mq(struct emunic_dev *d, struct emunic_mq *mq)
 		case EMUNIC_TASK_RECV_EN:
 			nic_qp_enable(d, qp, t->op == EMUNIC_TASK_RECV_EN, t->target);
 			wc.peer = qp->peer;
+			break;
+		case EMUNIC_TASK_CALC:
+			nic_task_calc(t);
+			wc.byte_len = t->len;
 			break;
 		}
 		if ((t->flags & NIC_TASK_SIGNAL) || wc.status)

@@ -10,6 +10,7 @@
 #include "emunic/base/log.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define POST_STACK 16		/* lists this short need no allocation */
@@ -71,6 +72,33 @@ static int check_data(struct emunic_dev *d, struct emunic_mq *mq, unsigned i, co
 		 : !nic_fifo_room(&t->qp->sq, ++s->a - t->qp->sq_posted))
 		return -ENOSPC;
 	return 0;
+}
+
+/* CALC: a defined op x type pair over whole elements; with a QP it is a
+ * data task (a SEND of the result), without one it runs on the MQ. */
+static int check_calc(struct emunic_dev *d, struct emunic_mq *mq, unsigned i, const struct emunic_task *t,
+		      bool qp_live, struct nic_cmd *c, struct shadow *sh, unsigned *nsh)
+{
+	size_t size = emunic_calc_size(t->calc_type);
+	char why[128];
+
+	if (emunic_calc_check(t->calc_op, t->calc_type)) {
+		snprintf(why, sizeof(why), "calc %s is not defined on %s (op %d, type %d)",
+			 emunic_calc_op_str(t->calc_op), emunic_calc_type_str(t->calc_type), t->calc_op,
+			 t->calc_type);
+		return bad(mq, i, t, why);
+	}
+	if (t->len % size) {
+		snprintf(why, sizeof(why), "its length, %u bytes, is not a whole number of %s elements (%zu bytes)",
+			 t->len, emunic_calc_type_str(t->calc_type), size);
+		return bad(mq, i, t, why);
+	}
+	if (t->len && (!t->addr || !t->calc_a || !t->calc_b))
+		return bad(mq, i, t, "calc needs a result buffer (addr) and both operands (calc_a, calc_b)");
+	c->calc_a = (uintptr_t)t->calc_a;
+	c->calc_b = (uintptr_t)t->calc_b;
+	c->calc = (uint32_t)t->calc_op << 8 | (uint32_t)t->calc_type;
+	return t->qp ? check_data(d, mq, i, t, qp_live, c, sh, nsh) : 0;
 }
 
 static int check_enable(struct emunic_mq *mq, unsigned i, const struct emunic_task *t, bool qp_live,
@@ -168,6 +196,10 @@ static int check(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned
 			r = check_wait(d, mq, i, t, c, sh, nsh);
 			ctl++;
 			break;
+		case EMUNIC_TASK_CALC:
+			r = check_calc(d, mq, i, t, qp_live, c, sh, nsh);
+			ctl += !t->qp;
+			break;
 		default:
 			return bad(mq, i, t, "unknown opcode");
 		}
@@ -175,6 +207,13 @@ static int check(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned
 			return r;
 	}
 	return nic_fifo_room(&mq->q, ctl) ? 0 : -ENOSPC;
+}
+
+/* Runs on the MQ's own queue (WAIT, the enables, a CALC without a QP). */
+static bool on_mq(const struct emunic_task *t)
+{
+	return t->op == EMUNIC_TASK_WAIT || t->op == EMUNIC_TASK_SEND_EN || t->op == EMUNIC_TASK_RECV_EN ||
+	       (t->op == EMUNIC_TASK_CALC && !t->qp);
 }
 
 static void commit(struct emunic_mq *mq, struct shadow *sh, unsigned nsh, const struct emunic_task *tasks,
@@ -191,7 +230,7 @@ static void commit(struct emunic_mq *mq, struct shadow *sh, unsigned nsh, const 
 			if (target > atomic_load(&t->cq->covered))
 				atomic_store_explicit(&t->cq->covered, target, memory_order_release);
 			mq->q.posted++;
-		} else if (t->op == EMUNIC_TASK_SEND_EN || t->op == EMUNIC_TASK_RECV_EN) {
+		} else if (on_mq(t)) {
 			mq->q.posted++;
 		} else if (t->op == EMUNIC_TASK_RECV) {
 			t->qp->rq.posted++;
@@ -244,8 +283,7 @@ int emunic_mq_post(struct emunic_mq *mq, const struct emunic_task *tasks, unsign
 	}
 	if (!r) {
 		for (unsigned i = n; i-- > 0;)
-			if (tasks[i].op == EMUNIC_TASK_WAIT || tasks[i].op == EMUNIC_TASK_SEND_EN ||
-			    tasks[i].op == EMUNIC_TASK_RECV_EN) {
+			if (on_mq(&tasks[i])) {
 				cmd_at(d, NULL, i)->flags |= NIC_TASK_LIST_END;
 				break;
 			}

@@ -84,6 +84,7 @@ struct nic_task_ops {
 #define NIC_TASK_SIGNAL 0x01		/* MQ: a completion on the MQ */
 #define NIC_TASK_LIST_END 0x02		/* MQ: the list's last control task */
 #define NIC_TASK_QUIET 0x04		/* nobody counts its completion: it may go unsignaled */
+#define NIC_TASK_CALC_DONE 0x08		/* CALC: its result is in addr (never reduce twice) */
 
 struct nic_task {
 	const struct nic_task_ops *ops;
@@ -92,13 +93,29 @@ struct nic_task {
 	uint8_t op;			/* enum emunic_task_op */
 	uint8_t flags;			/* NIC_TASK_* */
 	bool signaled;			/* handed to verbs with a completion asked for */
-	uint32_t len, lkey, rkey, imm;
-	uint64_t addr, remote_addr, add;
+	uint32_t len, lkey, rkey;
+	union { uint32_t imm; uint32_t calc; };			/* CALC: op << 8 | type */
+	uint64_t addr;
+	union { uint64_t remote_addr; uint64_t calc_a; };	/* CALC: the operands */
+	union { uint64_t add; uint64_t calc_b; };
 	uint64_t imm_idx;		/* writes-with-immediate before it on its connection */
 	/* control tasks (an MQ's own queue) */
 	struct obj *obj;		/* WAIT: its CQ; SEND_EN / RECV_EN: its QP */
 	uint64_t target;		/* WAIT: count to reach; *_EN: enable up to */
 };
+
+/* A CALC task's reduction, done once, when the task runs (the op x type
+ * pair and the length were checked at post time). */
+static inline void nic_task_calc(struct nic_task *t)
+{
+	int type = (int)(t->calc & 0xff);
+
+	if (t->flags & NIC_TASK_CALC_DONE)
+		return;
+	t->flags |= NIC_TASK_CALC_DONE;
+	emunic_calc((int)(t->calc >> 8), type, (void *)(uintptr_t)t->addr, (const void *)(uintptr_t)t->calc_a,
+		    (const void *)(uintptr_t)t->calc_b, t->len / emunic_calc_size(type));
+}
 
 /* A queue of tasks (software WQEs).  Indices only grow. */
 struct nic_fifo {
@@ -198,8 +215,11 @@ struct nic_cmd {
 	uint32_t len;
 	uint64_t wr_id;
 	uint64_t target;	/* WAIT: count to reach; *_EN: enable up to */
-	uint64_t addr, remote_addr, add;
-	uint32_t lkey, rkey, imm;
+	uint64_t addr;
+	union { uint64_t remote_addr; uint64_t calc_a; };	/* CALC: the operands */
+	union { uint64_t add; uint64_t calc_b; };
+	uint32_t lkey, rkey;
+	union { uint32_t imm; uint32_t calc; };			/* CALC: op << 8 | type */
 };
 
 typedef void (*nic_cmd_fn)(struct emunic_dev *d, const struct nic_cmd *c);

@@ -198,7 +198,7 @@ void nic_qp_replay(struct emunic_qp *qp, uint64_t delivered, int status)
 		 * write before it (RC runs in order): done.  A read's data may
 		 * not have come back: it goes again. */
 		bool counted = (t->op == EMUNIC_TASK_WRITE_IMM || t->op == EMUNIC_TASK_SEND ||
-				t->op == EMUNIC_TASK_WRITE) && t->imm_idx < delivered;
+				t->op == EMUNIC_TASK_CALC || t->op == EMUNIC_TASK_WRITE) && t->imm_idx < delivered;
 
 		if (counted)
 			task_done(d, qp, t, EMUNIC_WC_SUCCESS, NULL);
@@ -309,7 +309,8 @@ static void build_send(struct ibv_send_wr *wr, struct ibv_sge *sge, const struct
 	wr->wr.rdma.remote_addr = t->remote_addr;
 	wr->wr.rdma.rkey = t->rkey;
 	switch (t->op) {
-	case EMUNIC_TASK_SEND: wr->opcode = IBV_WR_SEND; break;
+	case EMUNIC_TASK_SEND:
+	case EMUNIC_TASK_CALC: wr->opcode = IBV_WR_SEND; break;
 	case EMUNIC_TASK_WRITE: wr->opcode = IBV_WR_RDMA_WRITE; break;
 	case EMUNIC_TASK_WRITE_IMM:
 		wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
@@ -378,9 +379,11 @@ static int push_queue(struct emunic_dev *d, struct emunic_qp *qp, bool recv)
 							       .num_sge = t->len ? 1 : 0, .next = &rwr[k + 1] };
 			} else {
 				swr[k] = (struct ibv_send_wr){ .wr_id = wr_id(qp, first + k, false), .next = &swr[k + 1] };
+				if (t->op == EMUNIC_TASK_CALC)
+					nic_task_calc(t);	/* released only now: its operands are ready */
 				build_send(&swr[k], &sge[k], t);
 				t->imm_idx = qp->imm_sent;
-				if (t->op == EMUNIC_TASK_WRITE_IMM || t->op == EMUNIC_TASK_SEND)
+				if (t->op == EMUNIC_TASK_WRITE_IMM || t->op == EMUNIC_TASK_SEND || t->op == EMUNIC_TASK_CALC)
 					qp->imm_sent++;
 			}
 			k++;

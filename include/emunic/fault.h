@@ -42,7 +42,7 @@
  * (0.05 or 5%); T a duration (2ms, 500us, 1s; a bare number is ms); E 0..31;
  * S a completion status (RNR_RETRY_EXC_ERR, RETRY_EXC_ERR, REM_ACCESS_ERR,
  * ..., with or without IBV_WC_ and _ERR, any case, or its number); O one of
- * send, recv, write, write_imm, read, fetch_add.
+ * send, recv, write, write_imm, read, fetch_add, calc.
  */
 #ifndef EMUNIC_FAULT_H
 #define EMUNIC_FAULT_H

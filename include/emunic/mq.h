@@ -81,6 +81,7 @@ enum emunic_task_op {
 	EMUNIC_TASK_WAIT,
 	EMUNIC_TASK_SEND_EN,
 	EMUNIC_TASK_RECV_EN,
+	EMUNIC_TASK_CALC,		/* reduce, then send the result (see below) */
 };
 const char *emunic_task_op_str(int op);
 
@@ -94,6 +95,49 @@ struct emunic_wc {
 	int peer;			/* SEND_EN/RECV_EN: the QP's; WAIT: the failed one's, else -1 */
 	uint32_t qp_num;
 };
+
+/* ---- calc: reductions on the NIC ----------------------------------------- */
+
+/*
+ * A CALC task reduces as it sends, as CORE-Direct's calc did: when it runs,
+ * the progress core writes calc_a[i] op calc_b[i] into addr (len bytes, a
+ * whole number of elements; addr may be calc_a or calc_b), then
+ *   - with a qp: sends addr's len bytes as a SEND (addr must be in mr); it is
+ *     a data task like SEND: it runs when it reaches the head of its QP's
+ *     send queue and, on a MANAGED_SEND QP, an enable released it (so the
+ *     operands are read only then), and completes on the QP's send CQ;
+ *   - with qp NULL: runs on the MQ's own queue, in order with its WAITs and
+ *     enables (so after the WAITs before it), and keeps the result local.
+ * The op x type pairs are MPI's (SUM, PROD, MIN, MAX on every type but the
+ * pairs; the logical and bitwise ops on the integer types; MINLOC and MAXLOC
+ * on the pairs); any other pair is -EINVAL at post time.  Integers wrap.
+ */
+enum emunic_calc_op {
+	EMUNIC_CALC_SUM = 1, EMUNIC_CALC_PROD, EMUNIC_CALC_MIN, EMUNIC_CALC_MAX,
+	EMUNIC_CALC_LAND, EMUNIC_CALC_LOR, EMUNIC_CALC_LXOR,
+	EMUNIC_CALC_BAND, EMUNIC_CALC_BOR, EMUNIC_CALC_BXOR,
+	EMUNIC_CALC_MINLOC, EMUNIC_CALC_MAXLOC,
+};
+
+enum emunic_calc_type {
+	EMUNIC_CALC_INT8 = 1, EMUNIC_CALC_UINT8, EMUNIC_CALC_INT16, EMUNIC_CALC_UINT16,
+	EMUNIC_CALC_INT32, EMUNIC_CALC_UINT32, EMUNIC_CALC_INT64, EMUNIC_CALC_UINT64,
+	EMUNIC_CALC_FLOAT, EMUNIC_CALC_DOUBLE,
+	/* (value, int index) pairs, laid out as struct { float v; int i; } etc.,
+	 * as MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_INT, MPI_2INT, MPI_SHORT_INT */
+	EMUNIC_CALC_FLOAT_INT, EMUNIC_CALC_DOUBLE_INT, EMUNIC_CALC_LONG_INT, EMUNIC_CALC_2INT,
+	EMUNIC_CALC_SHORT_INT,
+};
+
+/* Bytes of one element of type; 0 for an unknown type. */
+size_t emunic_calc_size(int type);
+/* 0 when op is defined on type, else -EINVAL. */
+int emunic_calc_check(int op, int type);
+/* dst[i] = a[i] op b[i] for count elements, on the host (what a CALC task
+ * does on the NIC; for baselines and references).  dst may be a or b. */
+int emunic_calc(int op, int type, void *dst, const void *a, const void *b, size_t count);
+const char *emunic_calc_op_str(int op);
+const char *emunic_calc_type_str(int type);
 
 /* ---- memory -------------------------------------------------------------- */
 
@@ -211,6 +255,10 @@ struct emunic_task {
 	uint32_t rkey;
 	uint32_t imm;			/* WRITE_IMM, host order */
 	uint64_t add;			/* FETCH_ADD */
+	/* CALC: calc_op, calc_type: enum emunic_calc_op, emunic_calc_type;
+	 * calc_a, calc_b: the operands, len bytes each (any memory). */
+	int calc_op, calc_type;
+	const void *calc_a, *calc_b;
 };
 
 int emunic_mq_create(struct emunic_dev *dev, unsigned depth, struct emunic_mq **out);
