@@ -77,4 +77,25 @@ int emunic_ptp_pp_irecv(struct emunic_ptp_pp *pp, int peer, uint64_t *ticket);
  * < 0 a completion failed (every later call says so too). */
 int emunic_ptp_pp_test(struct emunic_ptp_pp *pp, uint64_t ticket);
 
+/*
+ * The host-progressed allreduce (baseline/ptp_allreduce.c): the offloaded
+ * allreduce's algorithm and operand order (emunic/coll.h) over its own full
+ * mesh, run by the application thread: nothing moves outside its calls.
+ * max_bytes: the largest message (0: 64 KiB); timeout_ms bounds every wait
+ * (0: 30000, < 0: none); spin_us: how long a wait polls before it sleeps on
+ * the completion channel (< 0: always polls).  At most three in flight.
+ */
+struct emunic_ptp_ar;
+struct emunic_ptp_ar_req;
+int emunic_ptp_ar_create(struct emunic_boot *boot, size_t max_bytes, int timeout_ms, int spin_us,
+			 struct emunic_ptp_ar **out);
+int emunic_ptp_ar_destroy(struct emunic_ptp_ar *p);
+int emunic_ptp_allreduce(struct emunic_ptp_ar *p, const void *sbuf, void *rbuf, size_t count, int type, int op);
+int emunic_ptp_iallreduce(struct emunic_ptp_ar *p, const void *sbuf, void *rbuf, size_t count, int type, int op,
+			  struct emunic_ptp_ar_req **req);
+/* Progresses once: 1 done, 0 not yet, < 0 failed; req stays valid. */
+int emunic_ptp_ar_test(struct emunic_ptp_ar_req *req);
+/* Progresses until done or timeout_ms; frees req whatever the result. */
+int emunic_ptp_ar_wait(struct emunic_ptp_ar_req *req, int timeout_ms);
+
 #endif

@@ -11,19 +11,17 @@
  * Each consumed receive is reposted as its completion is polled.
  */
 #include "baseline/ptp.h"
+#include "baseline/ptp_cq.h"
 #include "engines/coll/schedule.h"
 #include "emunic/base/log.h"
 #include "emunic/verbs.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define PTP_MAX_INFLIGHT 64	/* barriers started and not complete */
 /* Receives posted ahead per partner.  Between two polls a partner can send
@@ -31,8 +29,7 @@
  * progress and of the next), so 2 never meets RNR; 4 keeps a margin. */
 #define PTP_RECV_WINDOW 4
 #define PTP_SEND_LIMIT 128	/* unpolled sends; the mesh's SQs hold 256 */
-#define PTP_SLICE_MS 100	/* bound on one sleep, so timeouts are noticed */
-#define PTP_POLL_BATCH 16
+#define PTP_SLICE_MS 100	/* drain: one sleep */
 #define PTP_PEER_BITS 24
 #define PTP_PEER_MASK ((1ull << PTP_PEER_BITS) - 1)
 
@@ -41,8 +38,7 @@ struct emunic_ptp {
 	struct emunic_boot *boot;
 	int rank, size;
 	struct emunic_vdev *dev;
-	struct ibv_comp_channel *ch;
-	struct ibv_cq *cq;		/* sends and receives of every QP */
+	struct ptp_cq q;		/* sends and receives of every QP */
 	struct emunic_mesh *mesh;
 	struct coll_step *step;		/* this rank's schedule */
 	int nstep;
@@ -51,8 +47,6 @@ struct emunic_ptp {
 	int cur;			/* the oldest barrier's next step */
 	bool cur_sent;			/* ... and whether its signal is out */
 	unsigned sends_out;		/* posted, completion not yet polled */
-	unsigned unacked_events;	/* completion-channel events to ack */
-	uint64_t polled;		/* completions polled so far */
 	int err;			/* first failure; barriers from err_seq on fail */
 	uint64_t err_seq;
 	int nreq;
@@ -71,14 +65,6 @@ void emunic_ptp_attr_init(struct emunic_ptp_attr *a)
 static int ptp_timeout(const struct emunic_ptp *p)
 {
 	return p->attr.timeout_ms ? p->attr.timeout_ms : 30000;
-}
-
-static long long now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* ---- schedule ------------------------------------------------------------ */
@@ -119,8 +105,9 @@ static int post_recv(struct emunic_ptp *p, int peer)
 	return 0;
 }
 
-static void on_wc(struct emunic_ptp *p, const struct ibv_wc *wc)
+static void on_wc(void *ctx, const struct ibv_wc *wc)
 {
+	struct emunic_ptp *p = ctx;
 	int peer = (int)(wc->wr_id & PTP_PEER_MASK);
 	bool recv = wc->opcode & IBV_WC_RECV;
 	uint64_t seq = recv ? p->done + 1 : wc->wr_id >> PTP_PEER_BITS;
@@ -143,18 +130,7 @@ static void on_wc(struct emunic_ptp *p, const struct ibv_wc *wc)
 
 static int poll_cq(struct emunic_ptp *p)
 {
-	struct ibv_wc wc[PTP_POLL_BATCH];
-	int n;
-
-	do {
-		n = ibv_poll_cq(p->cq, PTP_POLL_BATCH, wc);
-		if (n < 0)
-			return emunic_err(-EIO, "ptp: ibv_poll_cq failed");
-		p->polled += (uint64_t)n;
-		for (int i = 0; i < n; i++)
-			on_wc(p, &wc[i]);
-	} while (n == PTP_POLL_BATCH);
-	return 0;
+	return ptp_cq_poll(&p->q, on_wc, p, "ptp");
 }
 
 static int post_signal(struct emunic_ptp *p, int peer, uint64_t seq)
@@ -210,47 +186,27 @@ static int advance(struct emunic_ptp *p)
 	return 0;
 }
 
-static int progress(struct emunic_ptp *p)
+static int progress(void *ctx)
 {
+	struct emunic_ptp *p = ctx;
 	/* One rank alone has no verbs: its barriers pass in advance(). */
-	int r = p->cq ? poll_cq(p) : 0;
+	int r = p->q.cq ? poll_cq(p) : 0;
 
 	return r ? r : advance(p);
 }
 
-static int seq_status(const struct emunic_ptp *p, uint64_t seq)
+static int seq_status(void *ctx, uint64_t seq)
 {
+	const struct emunic_ptp *p = ctx;
+
 	if (p->err && seq >= p->err_seq)
 		return p->err;
 	return seq <= p->done;
 }
 
-/* Sleeps until a completion or timeout_ms.  Armed first, then polled once
- * more, so a completion that came in between is not slept through. */
-static int sleep_on_cq(struct emunic_ptp *p, int timeout_ms)
+static int report_timeout(void *ctx, uint64_t seq, int timeout_ms)
 {
-	struct pollfd pf = { .fd = p->ch->fd, .events = POLLIN };
-	uint64_t before = p->polled;
-	struct ibv_cq *cq;
-	void *ctx;
-	int r;
-
-	if (ibv_req_notify_cq(p->cq, 0))
-		return emunic_err(-EIO, "ptp: ibv_req_notify_cq failed");
-	r = progress(p);
-	if (r || p->polled != before)
-		return r;
-	if (poll(&pf, 1, timeout_ms) <= 0)
-		return 0;
-	if (!ibv_get_cq_event(p->ch, &cq, &ctx) && ++p->unacked_events >= 64) {
-		ibv_ack_cq_events(p->cq, p->unacked_events);
-		p->unacked_events = 0;
-	}
-	return 0;
-}
-
-static int report_timeout(struct emunic_ptp *p, uint64_t seq, int timeout_ms)
-{
+	struct emunic_ptp *p = ctx;
 	char late[256] = "";
 	size_t off = 0;
 
@@ -267,30 +223,7 @@ static int report_timeout(struct emunic_ptp *p, uint64_t seq, int timeout_ms)
 
 static int wait_seq(struct emunic_ptp *p, uint64_t seq, int timeout_ms)
 {
-	long long t0 = now_us();
-	long long deadline = timeout_ms < 0 ? -1 : t0 + (long long)timeout_ms * 1000;
-
-	for (;;) {
-		long long now, left = PTP_SLICE_MS * 1000;
-		int r = progress(p), s;
-
-		if (r)
-			return r;
-		s = seq_status(p, seq);
-		if (s)
-			return s < 0 ? s : 0;
-		now = now_us();
-		if (deadline >= 0) {
-			left = deadline - now;
-			if (left <= 0)
-				return report_timeout(p, seq, timeout_ms);
-		}
-		if (p->attr.spin_us < 0 || now - t0 < p->attr.spin_us)
-			continue;
-		r = sleep_on_cq(p, (int)((left < PTP_SLICE_MS * 1000 ? left : PTP_SLICE_MS * 1000) / 1000 + 1));
-		if (r)
-			return r;
-	}
+	return ptp_cq_wait(&p->q, progress, seq_status, report_timeout, p, seq, timeout_ms, p->attr.spin_us, "ptp");
 }
 
 /* ---- requests ------------------------------------------------------------ */
@@ -384,14 +317,8 @@ static int open_verbs(struct emunic_ptp *p)
 	r = emunic_vdev_open(NULL, &p->dev);
 	if (r)
 		return r;
-	p->ch = ibv_create_comp_channel(p->dev->ctx);
-	if (!p->ch)
-		return emunic_err(-errno, "ptp: ibv_create_comp_channel failed: %s", strerror(errno));
-	fcntl(p->ch->fd, F_SETFL, fcntl(p->ch->fd, F_GETFL) | O_NONBLOCK);
-	p->cq = ibv_create_cq(p->dev->ctx, depth, NULL, p->ch, 0);
-	if (!p->cq)
-		return emunic_err(-errno, "ptp: ibv_create_cq(%d) failed: %s", depth, strerror(errno));
-	r = emunic_mesh_open(p->dev, p->boot, NULL, p->cq, p->cq, &p->mesh);
+	r = ptp_cq_open(&p->q, p->dev, depth, "ptp");
+	r = r ? r : emunic_mesh_open(p->dev, p->boot, NULL, p->q.cq, p->q.cq, &p->mesh);
 	r = r ? r : emunic_mesh_connect_all(p->mesh, ptp_timeout(p) < 0 ? 1 << 30 : ptp_timeout(p));
 	r = r ? r : prepost(p);
 	/* No signal may arrive before every rank's receives are up. */
@@ -401,12 +328,7 @@ static int open_verbs(struct emunic_ptp *p)
 static void ptp_free(struct emunic_ptp *p)
 {
 	emunic_mesh_close(p->mesh);
-	if (p->unacked_events)
-		ibv_ack_cq_events(p->cq, p->unacked_events);
-	if (p->cq)
-		ibv_destroy_cq(p->cq);
-	if (p->ch)
-		ibv_destroy_comp_channel(p->ch);
+	ptp_cq_close(&p->q);
 	if (p->dev)
 		emunic_vdev_close(p->dev);
 	free(p->arrived);
@@ -447,17 +369,17 @@ int emunic_ptp_create(struct emunic_boot *boot, const struct emunic_ptp_attr *a,
  * partner (the extra rank, released last) would wait for ever. */
 static int drain(struct emunic_ptp *p)
 {
-	long long deadline = now_us() + (long long)ptp_timeout(p) * 1000;
+	long long deadline = ptp_now_us() + (long long)ptp_timeout(p) * 1000;
 
 	while (p->sends_out && !p->err) {
 		int r = poll_cq(p);
 
 		if (r)
 			return r;
-		if (ptp_timeout(p) >= 0 && now_us() > deadline)
+		if (ptp_timeout(p) >= 0 && ptp_now_us() > deadline)
 			return emunic_err(-ETIMEDOUT, "ptp: %u signal(s) not delivered after %d ms",
 					  p->sends_out, ptp_timeout(p));
-		r = p->sends_out ? sleep_on_cq(p, PTP_SLICE_MS) : 0;
+		r = p->sends_out ? ptp_cq_sleep(&p->q, progress, p, PTP_SLICE_MS, "ptp") : 0;
 		if (r)
 			return r;
 	}

@@ -14,7 +14,7 @@ TEST = BIN + "/emunic-faulttest"
 HW = "/sys/class/infiniband/rxe0/ports/1/hw_counters"
 
 OPS = ["send", "write", "write_imm", "read", "fetch_add", "mq", "trig-put", "trig-get", "barrier",
-       "eager", "rtr", "chunked"]
+       "eager", "rtr", "chunked", "allreduce"]
 
 # What rank 0 (the initiator) must see, by fault.  rnr: rank 1 posts no
 # receive to verbs, so what needs one (SEND, WRITE_IMM, a triggered put,
@@ -24,7 +24,7 @@ OPS = ["send", "write", "write_imm", "read", "fetch_add", "mq", "trig-put", "tri
 # on rank 0 is turned into the chosen status.  Engines report errno names.
 RNR = {"send": "RNR_RETRY_EXC_ERR", "write": "SUCCESS", "write_imm": "RNR_RETRY_EXC_ERR", "read": "SUCCESS",
        "fetch_add": "SUCCESS", "mq": "RNR_RETRY_EXC_ERR", "trig-put": "RNR_RETRY_EXC_ERR",
-       "trig-get": "SUCCESS", "barrier": "EIO", "eager": "EIO", "rtr": "EIO", "chunked": "EIO"}
+       "trig-get": "SUCCESS", "barrier": "EIO", "eager": "EIO", "rtr": "EIO", "chunked": "EIO", "allreduce": "EIO"}
 RETRY = {op: "RETRY_EXC_ERR" for op in OPS[:8]}
 RETRY.update({op: "EIO" for op in OPS[8:]})
 # An RTR send puts nothing on the wire until the receiver's RTR comes: a
@@ -39,7 +39,7 @@ FAULTS = {
 }
 LABEL = {"send": "SEND", "write": "WRITE", "write_imm": "WRITE_IMM", "read": "READ", "fetch_add": "FETCH_ADD",
          "mq": "mq WAIT", "trig-put": "put", "trig-get": "get", "barrier": "barrier", "eager": "isend",
-         "rtr": "isend", "chunked": "isend"}
+         "rtr": "isend", "chunked": "isend", "allreduce": "allreduce"}
 # ibv_wc_status_str() of each, as the failure lines print it.
 STATUS_STR = {"RNR_RETRY_EXC_ERR": "RNR retry counter exceeded", "RETRY_EXC_ERR": "transport retry counter exceeded",
               "REM_ACCESS_ERR": "remote access error", "REM_OP_ERR": "remote operation error"}
@@ -150,12 +150,12 @@ def test_fault_against_every_operation(rxe, spec):
         got = results(body)
         assert (0, LABEL[op]) in got, "%s under %s: no result from rank 0:\n%s" % (op, spec, body)
         res, ms = got[(0, LABEL[op])]
-        if op == "barrier" and res == "OK" and want[op] != "OK":
-            # Done when the partner's signal came, before its own SEND's
-            # failure was seen (include/emunic/coll.h): the next barrier
+        if op in ("barrier", "allreduce") and res == "OK" and want[op] != "OK":
+            # Done when the partner's signal (data) came, before its own
+            # SEND's failure was seen (include/emunic/coll.h): the next one
             # must report it.
-            assert (0, "next barrier") in got, body
-            res, ms = got[(0, "next barrier")]
+            assert (0, "next " + op) in got, body
+            res, ms = got[(0, "next " + op)]
         assert res == want[op], "%s under %s: rank 0 saw %s, not %s:\n%s" % (op, spec, res, want[op], body)
         assert "timeout after" not in body, "%s under %s: a rank hung:\n%s" % (op, spec, body)
         if res in ("SUCCESS", "OK", "ETIMEDOUT"):

@@ -13,6 +13,7 @@
 #include <emunic.h>
 
 #include <errno.h>
+#include <string.h>
 
 struct pair_float_int { float v; int i; };
 struct pair_double_int { double v; int i; };
@@ -22,15 +23,20 @@ struct pair_short_int { short v; int i; };
 
 typedef void (*calc_fn)(void *dst, const void *a, const void *b, size_t n);
 
-/* One kernel: dst[i] = the expression of x = a[i], y = b[i]; dst may be a or b. */
+/* One kernel: dst[i] = the expression of x = a[i], y = b[i].  Elements are
+ * loaded and stored with memcpy, so any alignment is fine, and dst may be a
+ * or b. */
 #define KERNEL(name, T, ...)                                                    \
 	static void name(void *dst, const void *a, const void *b, size_t n)     \
 	{                                                                       \
-		T *d = dst;                                                     \
-		const T *p = a, *q = b;                                         \
+		unsigned char *d = dst;                                         \
+		const unsigned char *p = a, *q = b;                             \
 		for (size_t i = 0; i < n; i++) {                                \
-			T x = p[i], y = q[i];                                   \
-			d[i] = __VA_ARGS__;                                     \
+			T x, y, z;                                              \
+			memcpy(&x, p + i * sizeof(T), sizeof(T));               \
+			memcpy(&y, q + i * sizeof(T), sizeof(T));               \
+			z = __VA_ARGS__;                                        \
+			memcpy(d + i * sizeof(T), &z, sizeof(T));               \
 		}                                                               \
 	}
 
@@ -54,9 +60,12 @@ typedef void (*calc_fn)(void *dst, const void *a, const void *b, size_t n);
 	KERNEL(prod_##sfx, T, x * y)                                            \
 	KERNEL(min_##sfx, T, y < x ? y : x)                                     \
 	KERNEL(max_##sfx, T, y > x ? y : x)
+/* The winner whole (its padding too, so the result's bytes come from the
+ * operands); on a tie (or unordered values) x with the smaller index. */
+static inline int min_index(int i, int j) { return j < i ? j : i; }
 #define LOC(sfx, T)                                                             \
-	KERNEL(minloc_##sfx, T, x.v < y.v ? x : y.v < x.v ? y : (T){ x.v, y.i < x.i ? y.i : x.i }) \
-	KERNEL(maxloc_##sfx, T, x.v > y.v ? x : y.v > x.v ? y : (T){ x.v, y.i < x.i ? y.i : x.i })
+	KERNEL(minloc_##sfx, T, x.v < y.v ? x : y.v < x.v ? y : (x.i = min_index(x.i, y.i), x)) \
+	KERNEL(maxloc_##sfx, T, x.v > y.v ? x : y.v > x.v ? y : (x.i = min_index(x.i, y.i), x))
 
 ARITH(i8, int8_t) ARITH(u8, uint8_t) ARITH(i16, int16_t) ARITH(u16, uint16_t)
 ARITH(i32, int32_t) ARITH(u32, uint32_t) ARITH(i64, int64_t) ARITH(u64, uint64_t)

@@ -257,7 +257,7 @@ static const char *expected(enum vtype t)
 	case V_PROB: return "a probability, like 0.05 or 5%";
 	case V_DUR: return "a duration, like 2ms, 500us or 1s";
 	case V_STATUS: return "an error status, like RNR_RETRY_EXC_ERR, RETRY_EXC or 12";
-	case V_OPCODE: return "send, recv, write, write_imm, read or fetch_add";
+	case V_OPCODE: return "send, recv, write, write_imm, read, fetch_add or calc";
 	}
 	return "?";
 }

@@ -111,6 +111,11 @@ void nic_qp_enable(struct emunic_dev *d, struct emunic_qp *qp, bool recv, uint64
 	uint64_t *e = recv ? &qp->rq_enabled : &qp->sq_enabled;
 
 	if (upto > *e) {
+		/* A CALC runs when released: what the MQ runs after this
+		 * enable (a local CALC, say) reads its result. */
+		for (uint64_t i = *e > qp->sq.head ? *e : qp->sq.head; !recv && i < upto && i < qp->sq.tail; i++)
+			if (nic_fifo_at(&qp->sq, i)->op == EMUNIC_TASK_CALC)
+				nic_task_calc(nic_fifo_at(&qp->sq, i));
 		*e = upto;
 		nic_qp_ready(d, qp);
 	}
@@ -198,7 +203,7 @@ void nic_qp_replay(struct emunic_qp *qp, uint64_t delivered, int status)
 		 * write before it (RC runs in order): done.  A read's data may
 		 * not have come back: it goes again. */
 		bool counted = (t->op == EMUNIC_TASK_WRITE_IMM || t->op == EMUNIC_TASK_SEND ||
-				t->op == EMUNIC_TASK_CALC || t->op == EMUNIC_TASK_WRITE) && t->imm_idx < delivered;
+				t->op == EMUNIC_TASK_WRITE) && t->imm_idx < delivered;
 
 		if (counted)
 			task_done(d, qp, t, EMUNIC_WC_SUCCESS, NULL);

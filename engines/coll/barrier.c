@@ -50,16 +50,11 @@ static int barrier_setup(struct emunic_coll *c)
 	return c->task ? 0 : -ENOMEM;
 }
 
-static uint64_t wr_id(uint64_t seq, int peer)
-{
-	return seq << COLL_PEER_BITS | ((uint64_t)peer & COLL_PEER_MASK);
-}
-
 static struct emunic_task *next(struct emunic_coll *c, unsigned *n, int op, int peer, uint64_t seq)
 {
 	struct emunic_task *t = &c->task[(*n)++];
 
-	*t = (struct emunic_task){ .op = op, .wr_id = wr_id(seq, peer), .qp = c->peer[peer].qp };
+	*t = (struct emunic_task){ .op = op, .wr_id = coll_wr_id(seq, peer), .qp = c->peer[peer].qp };
 	return t;
 }
 
@@ -123,12 +118,18 @@ static int count_sends(const struct emunic_coll *c)
 }
 
 /* Posts the next barrier; *seq is its number. */
-static int barrier_post(struct emunic_coll *c, uint64_t *seq)
+static int barrier_post(struct emunic_coll *c, const struct coll_args *a, uint64_t *seq)
 {
 	uint64_t s = c->posted + 1;
 	unsigned n;
 	int r;
 
+	if (a)
+		return coll_err(c, -EINVAL, "an allreduce on a collective created for barriers");
+	/* From a failure on, every barrier fails with it: one that would have
+	 * sat behind the failed list would only add to what never drains. */
+	if (c->err && s >= c->err_seq)
+		return c->err;
 	if (c->size == 1) {
 		c->posted = c->done = s;
 		*seq = s;
@@ -172,7 +173,7 @@ static int barrier_prepost(struct emunic_coll *c)
 			int p = c->step[i].peer;
 
 			if (c->step[i].wait)
-				t[n++] = (struct emunic_task){ .op = EMUNIC_TASK_RECV, .wr_id = wr_id(0, p),
+				t[n++] = (struct emunic_task){ .op = EMUNIC_TASK_RECV, .wr_id = coll_wr_id(0, p),
 							       .qp = c->peer[p].qp };
 		}
 	r = emunic_mq_post(c->mq, t, n);
@@ -182,33 +183,10 @@ static int barrier_prepost(struct emunic_coll *c)
 	return 0;
 }
 
-/* Destroy's fence: completes once every signal this rank sent was delivered
- * (its send completion produced), so no peer is left waiting for one. */
-static int barrier_fence(struct emunic_coll *c, uint64_t *seq)
-{
-	uint64_t s = c->posted + 1;
-	struct emunic_task t = {
-		.op = EMUNIC_TASK_WAIT, .flags = EMUNIC_TASK_SIGNAL,
-		.wr_id = wr_id(s, (int)COLL_PEER_MASK), .cq = c->scq, .count = (uint32_t)c->sends_posted,
-	};
-	int r;
-
-	if (c->size == 1 || !c->sends_posted) {
-		*seq = 0;
-		return 0;
-	}
-	r = emunic_mq_post(c->mq, &t, 1);
-	if (r)
-		return coll_err(c, r, "posting the teardown fence failed (%d)", r);
-	c->posted = s;
-	*seq = s;
-	return 0;
-}
-
 const struct coll_alg coll_barrier_alg = {
 	.name = "barrier",
 	.setup = barrier_setup,
 	.prepost = barrier_prepost,
 	.post = barrier_post,
-	.fence = barrier_fence,
+	.fence = coll_send_fence,
 };

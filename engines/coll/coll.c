@@ -53,6 +53,12 @@ int emunic_coll_qp_count(const struct emunic_coll *c)
 
 /* ---- create / destroy ---------------------------------------------------- */
 
+/* What each kind runs: one table each (struct coll_alg). */
+static const struct coll_alg *const algs[] = {
+	[EMUNIC_COLL_BARRIER] = &coll_barrier_alg,
+	[EMUNIC_COLL_ALLREDUCE] = &coll_allreduce_alg,
+};
+
 static int create_peer(struct emunic_coll *c, int p)
 {
 	struct coll_peer *cp = &c->peer[p];
@@ -121,6 +127,8 @@ static void coll_free(struct emunic_coll *c)
 			emunic_cq_destroy(c->peer[p].rcq);
 	if (c->scq)
 		emunic_cq_destroy(c->scq);
+	if (c->alg && c->alg->fini)
+		c->alg->fini(c);
 	free(c->peer);
 	free(c->step);
 	free(c->task);
@@ -132,6 +140,10 @@ static int check_attr(const struct emunic_coll_attr *a)
 	if (a->signal != EMUNIC_COLL_SEND && a->signal != EMUNIC_COLL_WRITE_IMM)
 		return -EINVAL;
 	if (a->conn != EMUNIC_COLL_DENSE && a->conn != EMUNIC_COLL_SPARSE)
+		return -EINVAL;
+	if (a->kind != EMUNIC_COLL_BARRIER && a->kind != EMUNIC_COLL_ALLREDUCE)
+		return -EINVAL;
+	if (a->max_bytes > COLL_MAX_BYTES)	/* a receive's length is 32-bit */
 		return -EINVAL;
 	return 0;
 }
@@ -178,9 +190,7 @@ int emunic_coll_create(struct emunic_dev *dev, const struct emunic_coll_attr *a,
 		r = -EINVAL;
 		goto fail;
 	}
-	/* The only algorithm so far; the collectives to come bring tables of
-	 * their own (struct coll_alg). */
-	c->alg = &coll_barrier_alg;
+	c->alg = algs[c->attr.kind];
 	c->peer = calloc((size_t)c->size, sizeof(*c->peer));
 	r = c->peer ? c->alg->setup(c) : -ENOMEM;
 	if (!r && c->size > 1)

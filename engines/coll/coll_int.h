@@ -15,6 +15,8 @@
 
 /* Barriers one coll may have in flight; bounds every queue depth below. */
 #define COLL_MAX_INFLIGHT 64
+/* The largest attr.max_bytes (a work request's length is 32-bit). */
+#define COLL_MAX_BYTES (1ull << 30)
 /* Receives kept posted ahead per partner.  A partner can send its signal for
  * barrier k + 1 only once barrier k completed there, i.e. once this rank
  * posted barrier k (and so k + window receives): a window of 1 never meets
@@ -32,6 +34,15 @@ struct coll_peer {
 };
 
 struct emunic_coll;
+struct coll_ar;
+
+/* What one operation works on (NULL for a barrier). */
+struct coll_args {
+	const void *sbuf;
+	void *rbuf;
+	size_t count;
+	int type, op;			/* enum emunic_calc_type, emunic_calc_op */
+};
 
 /*
  * An algorithm: what coll.c calls, so that it names no algorithm's
@@ -48,16 +59,22 @@ struct coll_alg {
 	int (*prepost)(struct emunic_coll *c);
 	/* Posts the next operation; *seq is its number, complete once
 	 * c->done reaches it.  -ENOSPC: too many in flight, post it later. */
-	int (*post)(struct emunic_coll *c, uint64_t *seq);
+	int (*post)(struct emunic_coll *c, const struct coll_args *a, uint64_t *seq);
 	/* Destroy's fence: *seq completes once every signal this rank sent was
 	 * delivered (0: nothing to wait for). */
 	int (*fence)(struct emunic_coll *c, uint64_t *seq);
+	/* Optional: operation seq completed (on the app's thread). */
+	void (*complete)(struct emunic_coll *c, uint64_t seq);
+	/* Optional: a send of operation seq completed (or failed). */
+	void (*send_done)(struct emunic_coll *c, uint64_t seq);
+	/* Optional: frees what setup made, after every QP and CQ is gone. */
+	void (*fini)(struct emunic_coll *c);
 };
 
 struct emunic_coll {
 	struct emunic_dev *dev;
 	struct emunic_coll_attr attr;
-	const struct coll_alg *alg;	/* what it runs (coll_barrier_alg so far) */
+	const struct coll_alg *alg;	/* what it runs, by attr.kind */
 	int rank, size;
 	struct emunic_mq *mq;
 	struct emunic_cq *scq;		/* every QP's sends, drained by progress */
@@ -72,6 +89,7 @@ struct emunic_coll {
 	int err;			/* first failure; barriers from err_seq on fail */
 	uint64_t err_seq;
 	int nreq;			/* requests handed out, not yet waited */
+	struct coll_ar *ar;		/* allreduce.c's state */
 };
 
 struct emunic_coll_req {
@@ -86,9 +104,15 @@ int coll_err(const struct emunic_coll *c, int err, const char *fmt, ...)
 /* The timeout bound of create, barrier and destroy: attr.timeout_ms, 0 is 30000. */
 int coll_timeout(const struct emunic_coll *c);
 long long coll_now_ms(void);
+/* Every task's wr_id: the operation's number above, the peer below. */
+uint64_t coll_wr_id(uint64_t seq, int peer);
+/* The fence of struct coll_alg: a WAIT for every send posted so far. */
+int coll_send_fence(struct emunic_coll *c, uint64_t *seq);
 
 /* barrier.c: the recursive-doubling barrier (schedule.c's) as task lists. */
 extern const struct coll_alg coll_barrier_alg;
+/* allreduce.c: recursive doubling with CALC on the same schedule. */
+extern const struct coll_alg coll_allreduce_alg;
 
 /* complete.c: reads what the progress core finished; never blocks. */
 int coll_progress(struct emunic_coll *c);

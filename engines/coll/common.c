@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Helpers every file of engines/coll uses: the error line, the timeout
- * bound and the clock.  A leaf (it calls nothing else of the engine), so the
+ * bound, the clock, the wr_id of a task and destroy's fence.  A leaf (it calls nothing else of the engine), so the
  * algorithms (barrier.c, and the collectives to come) and the collective
  * object (coll.c) can both use it without calling into each other.
  */
 #include "engines/coll/coll_int.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <time.h>
@@ -35,4 +36,32 @@ long long coll_now_ms(void)
 int coll_timeout(const struct emunic_coll *c)
 {
 	return c->attr.timeout_ms ? c->attr.timeout_ms : 30000;
+}
+
+uint64_t coll_wr_id(uint64_t seq, int peer)
+{
+	return seq << COLL_PEER_BITS | ((uint64_t)peer & COLL_PEER_MASK);
+}
+
+/* Destroy's fence: completes once every send this rank posted completed
+ * (delivered, or failed), so no peer is left waiting for one. */
+int coll_send_fence(struct emunic_coll *c, uint64_t *seq)
+{
+	uint64_t s = c->posted + 1;
+	struct emunic_task t = {
+		.op = EMUNIC_TASK_WAIT, .flags = EMUNIC_TASK_SIGNAL,
+		.wr_id = coll_wr_id(s, (int)COLL_PEER_MASK), .cq = c->scq, .count = (uint32_t)c->sends_posted,
+	};
+	int r;
+
+	if (c->size == 1 || !c->sends_posted) {
+		*seq = 0;
+		return 0;
+	}
+	r = emunic_mq_post(c->mq, &t, 1);
+	if (r)
+		return coll_err(c, r, "posting the teardown fence failed (%d)", r);
+	c->posted = s;
+	*seq = s;
+	return 0;
 }

@@ -37,6 +37,8 @@ static void on_send_wc(struct emunic_coll *c, const struct emunic_wc *wc)
 	uint64_t seq = wc->wr_id >> COLL_PEER_BITS;
 
 	c->sends_done++;
+	if (c->alg->send_done)
+		c->alg->send_done(c, seq);
 	if (wc->status == EMUNIC_WC_SUCCESS)
 		return;
 	coll_err(c, 0, "%s %llu: %s to peer %d failed: %s", c->alg->name, (unsigned long long)seq,
@@ -51,8 +53,10 @@ static void on_mq_wc(struct emunic_coll *c, const struct emunic_wc *wc)
 	int peer = (int)(wc->wr_id & COLL_PEER_MASK);
 
 	if (wc->status == EMUNIC_WC_SUCCESS) {
-		if (seq > c->done)
-			c->done = seq;
+		/* Lists complete in order; each finishes on the app's side. */
+		for (; c->done < seq; c->done++)
+			if (c->alg->complete)
+				c->alg->complete(c, c->done + 1);
 		return;
 	}
 	if (peer == (int)COLL_PEER_MASK)

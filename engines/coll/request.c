@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The barrier calls of <emunic/coll.h>: emunic_barrier (post, then wait
- * within the bound), emunic_ibarrier (post only) and a request's test and
+ * The calls of <emunic/coll.h>: the blocking forms (post, then wait within
+ * the bound), the nonblocking ones (post only) and a request's test and
  * wait.  Posting goes through the algorithm's table (c->alg), completion
  * through complete.c.
  */
@@ -13,7 +13,7 @@
 
 /* A full queue (ibarriers in flight, or other engines' lists ahead in the
  * command ring) only delays a blocking barrier: retry within the bound. */
-static int post_blocking(struct emunic_coll *c, uint64_t *seq)
+static int post_blocking(struct emunic_coll *c, const struct coll_args *a, uint64_t *seq)
 {
 	long long deadline = coll_now_ms() + coll_timeout(c);
 	struct timespec nap = { 0, 50 * 1000 };
@@ -21,7 +21,7 @@ static int post_blocking(struct emunic_coll *c, uint64_t *seq)
 	for (;;) {
 		int r = coll_progress(c);
 
-		r = r ? r : c->alg->post(c, seq);
+		r = r ? r : c->alg->post(c, a, seq);
 		if (r != -ENOSPC)
 			return r;
 		if (coll_timeout(c) >= 0 && coll_now_ms() > deadline)
@@ -37,17 +37,16 @@ int emunic_barrier(struct emunic_coll *c)
 
 	if (!c)
 		return -EINVAL;
-	r = post_blocking(c, &seq);
+	r = post_blocking(c, NULL, &seq);
 	return r ? r : coll_wait_seq(c, seq, coll_timeout(c));
 }
 
-int emunic_ibarrier(struct emunic_coll *c, struct emunic_coll_req **out)
+/* Posts one operation and hands out its request. */
+static int post_req(struct emunic_coll *c, const struct coll_args *a, struct emunic_coll_req **out)
 {
 	struct emunic_coll_req *req;
 	int r;
 
-	if (!c || !out)
-		return -EINVAL;
 	r = coll_progress(c);
 	if (r)
 		return r;
@@ -55,7 +54,7 @@ int emunic_ibarrier(struct emunic_coll *c, struct emunic_coll_req **out)
 	if (!req)
 		return -ENOMEM;
 	req->c = c;
-	r = c->alg->post(c, &req->seq);
+	r = c->alg->post(c, a, &req->seq);
 	if (r) {
 		free(req);
 		return r;
@@ -63,6 +62,31 @@ int emunic_ibarrier(struct emunic_coll *c, struct emunic_coll_req **out)
 	c->nreq++;
 	*out = req;
 	return 0;
+}
+
+int emunic_ibarrier(struct emunic_coll *c, struct emunic_coll_req **out)
+{
+	return c && out ? post_req(c, NULL, out) : -EINVAL;
+}
+
+int emunic_iallreduce(struct emunic_coll *c, const void *sbuf, void *rbuf, size_t count, int type, int op,
+		      struct emunic_coll_req **out)
+{
+	struct coll_args a = { .sbuf = sbuf, .rbuf = rbuf, .count = count, .type = type, .op = op };
+
+	return c && out ? post_req(c, &a, out) : -EINVAL;
+}
+
+int emunic_allreduce(struct emunic_coll *c, const void *sbuf, void *rbuf, size_t count, int type, int op)
+{
+	struct coll_args a = { .sbuf = sbuf, .rbuf = rbuf, .count = count, .type = type, .op = op };
+	uint64_t seq;
+	int r;
+
+	if (!c)
+		return -EINVAL;
+	r = post_blocking(c, &a, &seq);
+	return r ? r : coll_wait_seq(c, seq, coll_timeout(c));
 }
 
 int emunic_coll_test(struct emunic_coll_req *req)

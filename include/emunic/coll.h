@@ -11,9 +11,11 @@
  * ranks create their collectives (and any other QPs between the same
  * ranks) in the same order, since QPs pair up by creation order.
  *
- * Barrier: recursive doubling over the largest power of two N <= size ranks;
- * each rank r >= N first signals r - N and is released by it afterwards
- * (seed 003, tables I-IV).
+ * An object runs one kind of collective (attr.kind).  Barrier: recursive
+ * doubling over the largest power of two N <= size ranks; each rank r >= N
+ * first signals r - N and is released by it afterwards (seed 003, tables
+ * I-IV).  Allreduce: the same schedule carrying data, reduced by CALC tasks
+ * (below).
  *
  * Failures: a barrier is done when its partners' signals came (the task
  * list's WAIT on the receives, as on the HCA); it does not wait for its own
@@ -41,9 +43,19 @@ enum emunic_coll_conn {
 	EMUNIC_COLL_SPARSE,		/* QPs only to the log2 partners (and the extra rank's) */
 };
 
+/* What a collective object runs: the calls of the other kind are -EINVAL. */
+enum emunic_coll_kind {
+	EMUNIC_COLL_BARRIER = 0,	/* emunic_barrier, emunic_ibarrier */
+	EMUNIC_COLL_ALLREDUCE,		/* emunic_allreduce, emunic_iallreduce */
+};
+
 struct emunic_coll_attr {
-	enum emunic_coll_signal signal;
+	enum emunic_coll_signal signal;	/* BARRIER */
 	enum emunic_coll_conn conn;
+	enum emunic_coll_kind kind;
+	/* ALLREDUCE: the largest message in bytes (0: 64 KiB; at most 1 GiB);
+	 * the object registers 4 x (1 + 2 x its steps) buffers of this size. */
+	size_t max_bytes;
 	/* Bound on connecting (create), on emunic_barrier() and on draining
 	 * (destroy), in ms; 0: 30000; < 0: no bound. */
 	int timeout_ms;
@@ -70,11 +82,34 @@ int emunic_barrier(struct emunic_coll *c);
  * many are in flight (wait for some first).
  */
 int emunic_ibarrier(struct emunic_coll *c, struct emunic_coll_req **req);
-/* 1 done, 0 not yet, < 0 the barrier failed.  Never blocks; req stays valid. */
+/*
+ * Allreduce: rbuf = sbuf of rank 0 op sbuf of rank 1 op ..., count elements
+ * of type (enum emunic_calc_op / emunic_calc_type of <emunic/mq.h>), on a
+ * collective created with kind EMUNIC_COLL_ALLREDUCE.  Recursive doubling
+ * over the largest power of two N <= size ranks, rank r >= N folded into
+ * r - N first and sent the result last (the barrier's schedule); every
+ * reduction is a CALC task run by the progress core when the data it needs
+ * has arrived, so a posted iallreduce completes while the app computes.
+ * sbuf is copied when posted (it may be reused at once, and may be rbuf);
+ * rbuf holds the result once the request completes: written by the progress
+ * core, or on a rank >= N copied by the call (test, wait) that sees the
+ * completion.  An allreduce that timed out stays posted, so its rbuf stays in
+ * use until it completes or the collective is destroyed.  Every rank gets the
+ * same bits (each pair reduces the same two operands in the same order).
+ * -EINVAL: an op x type pair emunic_calc_check rejects; -EMSGSIZE: more than
+ * max_bytes; -ENOSPC (nonblocking form): three in flight.  Allreduces
+ * complete in the order posted; from a failed one on, each fails with its
+ * error.
+ */
+int emunic_iallreduce(struct emunic_coll *c, const void *sbuf, void *rbuf, size_t count, int type, int op,
+		      struct emunic_coll_req **req);
+int emunic_allreduce(struct emunic_coll *c, const void *sbuf, void *rbuf, size_t count, int type, int op);
+
+/* 1 done, 0 not yet, < 0 the operation failed.  Never blocks; req stays valid. */
 int emunic_coll_test(struct emunic_coll_req *req);
 /* Waits at most timeout_ms (< 0: no bound) and frees req, whatever the
- * result: 0 done, -ETIMEDOUT, or the error the barrier failed with.  A
- * barrier that timed out stays posted and still completes in order. */
+ * result: 0 done, -ETIMEDOUT, or the error the operation failed with.  One
+ * that timed out stays posted and still completes in order. */
 int emunic_coll_wait(struct emunic_coll_req *req, int timeout_ms);
 
 const char *emunic_coll_signal_str(enum emunic_coll_signal s);

@@ -103,9 +103,10 @@ struct emunic_wc {
  * the progress core writes calc_a[i] op calc_b[i] into addr (len bytes, a
  * whole number of elements; addr may be calc_a or calc_b), then
  *   - with a qp: sends addr's len bytes as a SEND (addr must be in mr); it is
- *     a data task like SEND: it runs when it reaches the head of its QP's
- *     send queue and, on a MANAGED_SEND QP, an enable released it (so the
- *     operands are read only then), and completes on the QP's send CQ;
+ *     a data task like SEND, completing on the QP's send CQ.  On a
+ *     MANAGED_SEND QP it reduces when the SEND_EN that releases it runs (so
+ *     it reads operands the WAITs before that guarded, and the MQ's later
+ *     tasks see its result); on another QP when it is handed to verbs;
  *   - with qp NULL: runs on the MQ's own queue, in order with its WAITs and
  *     enables (so after the WAITs before it), and keeps the result local.
  * The op x type pairs are MPI's (SUM, PROD, MIN, MAX on every type but the

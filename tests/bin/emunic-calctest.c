@@ -10,7 +10,9 @@
  *   emunic-run -n 2 emunic-calctest invalid  every other pair, a partial element and
  *                                            a missing operand: -EINVAL, MQ usable
  *   emunic-run -n 2 emunic-calctest order    a CALC reads its operands when it runs
- *                                            (after its WAIT and SEND_EN), not at post
+ *                                            (after its WAIT and SEND_EN), not at post,
+ *                                            and what the MQ runs after the SEND_EN sees
+ *                                            its result
  *
  * Each prints "emunic-calctest: NAME: PASS" (rank 0) or FAIL lines naming
  * the op, the type and the element.
@@ -267,6 +269,18 @@ static void t_reference(void)
 		}
 	if (n != 98)
 		FAIL("%d valid pairs, want 98 (MPI's table)", n);
+	/* Any alignment: operands and result one byte off (UBSan would see a
+	 * misaligned access). */
+	{
+		unsigned char ua[SLOT + 1], ub[SLOT + 1], ug[SLOT + 1];
+
+		fill(EMUNIC_CALC_DOUBLE_INT, 0, 0, a);
+		fill(EMUNIC_CALC_DOUBLE_INT, 0, 1, b);
+		memcpy(ua + 1, a, SLOT);
+		memcpy(ub + 1, b, SLOT);
+		emunic_calc(EMUNIC_CALC_MINLOC, EMUNIC_CALC_DOUBLE_INT, ug + 1, ua + 1, ub + 1, COUNT);
+		expect("host, misaligned", EMUNIC_CALC_MINLOC, EMUNIC_CALC_DOUBLE_INT, ug + 1, a, b);
+	}
 }
 
 struct net {
@@ -440,20 +454,23 @@ static void t_invalid(struct net *n)
 	post(n, &t, 1);
 	if (emunic_mq_wait(n->mq, &wc, 5000) || wc.status)
 		FAIL("the MQ does not work after the rejected lists");
-	if (emunic_cq_count(n->scq) != posted)
+	if (await(n->scq, posted + 1, 300) != posted)
 		FAIL("the SEND before a bad CALC ran");
 	if (rank == 0)
 		printf("emunic-calctest: %d invalid op x type pairs rejected\n", rejected);
 	sync_ranks(n);
 }
 
-/* Rank 0: RECV(x) CALC(qp: res = mine + x) WAIT(recv 1) SEND_EN(1), and
- * RECV(y) WAIT(recv 2) CALC(local: res2 = mine * y).  Rank 1 sends x and y
- * only after a pause: a CALC that read its operands at post time sees zeros. */
+/* Rank 0: RECV(x) CALC(qp: res = mine + x) WAIT(recv 1) SEND_EN(1)
+ * CALC(local: res3 = res + mine), and RECV(y) WAIT(recv 2) CALC(local: res2 =
+ * mine * y).  Rank 1 sends x and y only after a pause: a CALC that read its
+ * operands at post time sees zeros; a local CALC after the SEND_EN that ran
+ * before the released CALC reduced sees zeros in res. */
 static void t_order(struct net *n)
 {
 	int64_t *mine = (int64_t *)slot(n, 0), *x = (int64_t *)slot(n, 1), *y = (int64_t *)slot(n, 2);
 	int64_t *res = (int64_t *)slot(n, 3), *res2 = (int64_t *)slot(n, 4), *got = (int64_t *)slot(n, 5);
+	int64_t *res3 = (int64_t *)slot(n, 6);
 	struct emunic_wc wc;
 
 	for (int i = 0; i < COUNT; i++) {
@@ -468,6 +485,9 @@ static void t_order(struct net *n)
 			  .calc_op = EMUNIC_CALC_SUM, .calc_type = EMUNIC_CALC_INT64, .calc_a = mine, .calc_b = x },
 			{ .op = EMUNIC_TASK_WAIT, .cq = n->rcq, .count = 1 },
 			{ .op = EMUNIC_TASK_SEND_EN, .qp = n->qp, .count = 1 },
+			/* Runs right after the enable: sees the released CALC's result. */
+			{ .op = EMUNIC_TASK_CALC, .addr = res3, .len = 8 * COUNT, .calc_op = EMUNIC_CALC_SUM,
+			  .calc_type = EMUNIC_CALC_INT64, .calc_a = res, .calc_b = mine },
 			{ .op = EMUNIC_TASK_RECV, .qp = n->qp, .addr = y, .len = 8 * COUNT, .mr = n->mr },
 			{ .op = EMUNIC_TASK_WAIT, .cq = n->rcq, .count = 2 },
 			{ .op = EMUNIC_TASK_CALC, .addr = res2, .len = 8 * COUNT, .calc_op = EMUNIC_CALC_PROD,
@@ -501,6 +521,10 @@ static void t_order(struct net *n)
 	} else {
 		if (emunic_mq_wait(n->mq, &wc, 20000) || wc.status || wc.op != EMUNIC_TASK_CALC)
 			DIE("the local CALC did not complete");
+		for (int i = 0; i < COUNT; i++)
+			if (res3[i] != 2 * (10 + i) + 1000 * (i + 1))
+				FAIL("element %d of the local CALC after SEND_EN: %lld, want %lld (the released CALC "
+				     "had not run)", i, (long long)res3[i], (long long)(2 * (10 + i) + 1000 * (i + 1)));
 		for (int i = 0; i < COUNT; i++)
 			if (res2[i] != (10 + i) * -(i + 2))
 				FAIL("local element %d: %lld, want %lld", i, (long long)res2[i],

@@ -14,7 +14,7 @@
  *
  * OPs: send write write_imm read fetch_add (a task on a plain QP), mq (a
  * managed send released by SEND_EN and a signaled WAIT), trig-put trig-get
- * (triggered ops, status from their events), barrier (emunic_coll), and
+ * (triggered ops, status from their events), barrier and allreduce (emunic_coll), and
  * eager rtr chunked (emunic_rndv isend/irecv); barrier-dead runs on any
  * number of ranks: the last exits before a barrier the others enter;
  * others: rank 0 sends to every other rank at once (a fault on one pair must
@@ -309,24 +309,37 @@ static void run_trig(int kind)
 
 /* ---- engines: barrier and point-to-point ---- */
 
-static void run_barrier(void)
+/* One barrier, or one allreduce (a SUM of four INT64). */
+static int coll_op(struct emunic_coll *c, bool allreduce)
 {
+	/* Static: an allreduce that timed out still writes its result later. */
+	static int64_t in[4] = { 1, 2, 3, 4 }, out[4];
+
+	return allreduce ? emunic_allreduce(c, in, out, 4, EMUNIC_CALC_INT64, EMUNIC_CALC_SUM) : emunic_barrier(c);
+}
+
+static void run_coll(bool allreduce)
+{
+	const char *what = allreduce ? "allreduce" : "barrier";
 	struct emunic_coll_attr a;
 	struct emunic_coll *c;
+	char next[32];
 	int r;
 
 	emunic_coll_attr_init(&a);
 	a.timeout_ms = T->timeout_ms;
+	a.kind = allreduce ? EMUNIC_COLL_ALLREDUCE : EMUNIC_COLL_BARRIER;
 	if ((r = emunic_coll_create(T->dev, &a, &c)))
 		die("coll_create", r);
 	sync_ranks();
 	clock_gettime(CLOCK_MONOTONIC, &T->t0);
-	r = emunic_barrier(c);
-	report("barrier", errno_name(r), 1 - T->rank, 0);
-	/* A barrier is done once its partner's signal came; its own SEND's
-	 * failure may be seen only after that: the next barrier reports it. */
+	r = coll_op(c, allreduce);
+	report(what, errno_name(r), 1 - T->rank, 0);
+	/* An operation is done once its partner's data came; its own SEND's
+	 * failure may be seen only after that: the next one reports it. */
+	snprintf(next, sizeof(next), "next %s", what);
 	if (!r)
-		report("next barrier", errno_name(emunic_barrier(c)), 1 - T->rank, 0);
+		report(next, errno_name(coll_op(c, allreduce)), 1 - T->rank, 0);
 	sync_ranks();
 	emunic_coll_destroy(c);
 }
@@ -401,7 +414,7 @@ static void run_rndv(unsigned proto, size_t len)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: emunic-run -n 2 [-f SPEC] emunic-faulttest OP [--timeout-ms N] [--reconnects N]\n"
-		   "OP: send write write_imm read fetch_add mq trig-put trig-get barrier eager rtr chunked\n"
+		   "OP: send write write_imm read fetch_add mq trig-put trig-get barrier eager rtr chunked allreduce\n"
 		   "    barrier-dead (any number of ranks: the last one exits before the barrier)\n"
 		   "    others (any number: rank 0 sends to every other rank at once)\n"
 		   "--reconnects N: eager/rtr/chunked: how often the engine makes a failed connection\n"
@@ -448,8 +461,8 @@ int main(int argc, char **argv)
 		run_verbs(task_op(T->op), !strcmp(T->op, "mq"));
 	else if (!strcmp(T->op, "trig-put") || !strcmp(T->op, "trig-get"))
 		run_trig(!strcmp(T->op, "trig-put") ? EMUNIC_OP_PUT : EMUNIC_OP_GET);
-	else if (!strcmp(T->op, "barrier"))
-		run_barrier();
+	else if (!strcmp(T->op, "barrier") || !strcmp(T->op, "allreduce"))
+		run_coll(!strcmp(T->op, "allreduce"));
 	else if (!strcmp(T->op, "barrier-dead"))
 		run_barrier_dead();
 	else if (!strcmp(T->op, "others"))

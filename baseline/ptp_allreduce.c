@@ -1,0 +1,465 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The host-progressed allreduce (see ptp.h): the offloaded allreduce's
+ * algorithm (engines/coll/allreduce.c) run by the application thread over
+ * plain verbs, so the benchmark compares two ways of running one algorithm.
+ * The schedule is schedule.c's; each pair reduces with emunic_calc, the
+ * lower rank's operand first, as the offload's CALC tasks do.
+ *
+ * Data lands in a window of PTPA_WINDOW receive buffers per waited-for
+ * peer: the k-th message from q lands in buffer (k - 1) % W, and its
+ * receive is posted again once the allreduce that reads it has folded it.
+ * A partner sends allreduce k's data only after it finished k - 1, which
+ * needed this rank's data for k - 1, sent only after this rank folded k - 2:
+ * so W >= 2 never meets RNR (4 keeps a margin).  Allreduces run one at a
+ * time, oldest first; at most PTPA_SLOTS - 1 are in flight, each with a
+ * slot (its copy of sbuf and a result per step) reused only once the sends
+ * from it completed.
+ */
+#include "baseline/ptp.h"
+#include "baseline/ptp_cq.h"
+#include "engines/coll/schedule.h"
+#include "emunic/base/log.h"
+#include "emunic/verbs.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PTPA_WINDOW 4
+#define PTPA_SLOTS 4
+#define PTPA_PEER_BITS 24
+#define PTPA_PEER_MASK ((1ull << PTPA_PEER_BITS) - 1)
+#define PTPA_RECV_FLAG (1ull << 63)
+
+struct ptpa_op {
+	void *rbuf;
+	size_t bytes, count;
+	int type, op;
+	unsigned sends_out;		/* sends from its slot not yet complete */
+};
+
+struct emunic_ptp_ar {
+	struct emunic_boot *boot;
+	int rank, size, timeout_ms, spin_us;
+	struct emunic_vdev *dev;
+	struct ptp_cq q;
+	struct emunic_mesh *mesh;
+	struct coll_step *step;
+	int nstep;
+	bool extra;			/* rank >= N */
+	size_t max;
+	unsigned char *mem;		/* slots, then the landing windows */
+	size_t mem_bytes;
+	struct ibv_mr *mr;
+	int *land_of;			/* by rank: its landing window, or -1 */
+	uint64_t *arrived, *folded;	/* by rank: messages arrived, folded */
+	struct ptpa_op op[PTPA_SLOTS];
+	uint64_t posted, done;
+	int cur;			/* the oldest allreduce's next step */
+	bool cur_sent;
+	const unsigned char *acc;	/* ... its running result */
+	int pend;			/* ... the rank whose data waits to be folded (-1) */
+	int err;
+	uint64_t err_seq;
+};
+
+struct emunic_ptp_ar_req {
+	struct emunic_ptp_ar *p;
+	uint64_t seq;
+};
+
+static int bound(const struct emunic_ptp_ar *p)
+{
+	return p->timeout_ms ? p->timeout_ms : 30000;
+}
+
+/* Slot seq % SLOTS: its copy of sbuf (b = 0) or step b - 1's result. */
+static unsigned char *slot_buf(const struct emunic_ptp_ar *p, uint64_t seq, int b)
+{
+	return p->mem + ((seq % PTPA_SLOTS) * (1 + (size_t)p->nstep) + (size_t)b) * p->max;
+}
+
+/* Where the k-th message (from 1) of rank q lands. */
+static unsigned char *land(const struct emunic_ptp_ar *p, int q, uint64_t k)
+{
+	size_t w = (size_t)p->land_of[q] * PTPA_WINDOW + (size_t)((k - 1) % PTPA_WINDOW);
+
+	return p->mem + (PTPA_SLOTS * (1 + (size_t)p->nstep) + w) * p->max;
+}
+
+static void set_err(struct emunic_ptp_ar *p, uint64_t seq, int err)
+{
+	if (!p->err || seq < p->err_seq) {
+		p->err = err;
+		p->err_seq = seq;
+	}
+}
+
+/* The receive for message k of rank q. */
+static int post_recv(struct emunic_ptp_ar *p, int q, uint64_t k)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)land(p, q, k), .length = (uint32_t)p->max, .lkey = p->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = PTPA_RECV_FLAG | (uint64_t)q, .sg_list = &sge, .num_sge = 1 }, *bad;
+	int r = ibv_post_recv(p->mesh->conn[q].qp, &wr, &bad);
+
+	return r ? emunic_err(-r, "ptp allreduce: peer %d: posting a receive failed: %s", q, strerror(r)) : 0;
+}
+
+static int post_send(struct emunic_ptp_ar *p, int q, uint64_t seq, const void *buf, size_t bytes)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = (uint32_t)bytes, .lkey = p->mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = seq << PTPA_PEER_BITS | (uint64_t)q, .sg_list = &sge, .num_sge = bytes ? 1 : 0,
+		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	int r = ibv_post_send(p->mesh->conn[q].qp, &wr, &bad);
+
+	if (r)
+		return emunic_err(-r, "ptp allreduce %llu: posting the send to peer %d failed: %s",
+				  (unsigned long long)seq, q, strerror(r));
+	p->op[seq % PTPA_SLOTS].sends_out++;
+	return 0;
+}
+
+static void on_wc(void *ctx, const struct ibv_wc *wc)
+{
+	struct emunic_ptp_ar *p = ctx;
+	bool recv = wc->wr_id & PTPA_RECV_FLAG;
+	int q = (int)(wc->wr_id & PTPA_PEER_MASK);
+	uint64_t seq = recv ? p->done + 1 : (wc->wr_id & ~PTPA_RECV_FLAG) >> PTPA_PEER_BITS;
+
+	if (!recv)
+		p->op[seq % PTPA_SLOTS].sends_out--;
+	if (wc->status != IBV_WC_SUCCESS) {
+		emunic_err(-EIO, "ptp allreduce %llu: %s peer %d (qp %u) failed: %s", (unsigned long long)seq,
+			   recv ? "receive from" : "send to", q, wc->qp_num, ibv_wc_status_str(wc->status));
+		set_err(p, seq, -EIO);
+	} else if (recv) {
+		p->arrived[q]++;
+	}
+}
+
+static int poll_cq(struct emunic_ptp_ar *p)
+{
+	return ptp_cq_poll(&p->q, on_wc, p, "ptp allreduce");
+}
+
+/* dst = acc op (what came from q), the lower rank's operand first; the
+ * landing buffer is free again: its receive goes back up. */
+static int fold(struct emunic_ptp_ar *p, const struct ptpa_op *o, void *dst, int q, uint64_t seq)
+{
+	const unsigned char *in = land(p, q, seq);
+
+	if (p->rank < q)
+		emunic_calc(o->op, o->type, dst, p->acc, in, o->count);
+	else
+		emunic_calc(o->op, o->type, dst, in, p->acc, o->count);
+	p->acc = dst;
+	p->folded[q]++;
+	return post_recv(p, q, p->folded[q] + PTPA_WINDOW);
+}
+
+/* Runs the oldest allreduce as far as what arrived allows, then the next. */
+static int advance(struct emunic_ptp_ar *p)
+{
+	while (p->done < p->posted && !p->err) {
+		uint64_t seq = p->done + 1;
+		struct ptpa_op *o = &p->op[seq % PTPA_SLOTS];
+		int r = 0;
+
+		if (p->cur == 0 && !p->cur_sent && p->pend < 0)
+			p->acc = slot_buf(p, seq, 0);
+		for (; p->cur < p->nstep; p->cur++, p->cur_sent = false) {
+			const struct coll_step *st = &p->step[p->cur];
+
+			if (st->send && !p->cur_sent) {
+				if (p->pend >= 0) {
+					r = fold(p, o, slot_buf(p, seq, 1 + p->cur), p->pend, seq);
+					p->pend = -1;
+				}
+				r = r ? r : post_send(p, st->peer, seq, p->acc, o->bytes);
+				if (r) {
+					set_err(p, seq, r);
+					return r;
+				}
+				p->cur_sent = true;
+			}
+			if (st->wait) {
+				if (p->arrived[st->peer] < seq)
+					return 0;
+				p->pend = st->peer;
+			}
+		}
+		if (p->pend >= 0 && p->extra) {		/* the result itself came */
+			if (o->bytes)
+				memcpy(o->rbuf, land(p, p->pend, seq), o->bytes);
+			p->folded[p->pend]++;
+			r = post_recv(p, p->pend, p->folded[p->pend] + PTPA_WINDOW);
+		} else if (p->pend >= 0) {
+			r = fold(p, o, o->rbuf, p->pend, seq);
+		} else if (o->bytes && p->acc != o->rbuf) {
+			memcpy(o->rbuf, p->acc, o->bytes);	/* sent to the extra rank last */
+		}
+		p->pend = -1;
+		if (r) {
+			set_err(p, seq, r);
+			return r;
+		}
+		p->done = seq;
+		p->cur = 0;
+	}
+	return 0;
+}
+
+static int progress(void *ctx)
+{
+	struct emunic_ptp_ar *p = ctx;
+	int r = p->q.cq ? poll_cq(p) : 0;
+
+	return r ? r : advance(p);
+}
+
+static int status(void *ctx, uint64_t seq)
+{
+	const struct emunic_ptp_ar *p = ctx;
+
+	if (p->err && seq >= p->err_seq)
+		return p->err;
+	return seq <= p->done;
+}
+
+static int report_timeout(void *ctx, uint64_t seq, int timeout_ms)
+{
+	(void)ctx;
+	return emunic_err(-ETIMEDOUT, "ptp allreduce %llu not complete after %d ms", (unsigned long long)seq,
+			  timeout_ms);
+}
+
+static int wait_seq(struct emunic_ptp_ar *p, uint64_t seq, int timeout_ms)
+{
+	return ptp_cq_wait(&p->q, progress, status, report_timeout, p, seq, timeout_ms, p->spin_us, "ptp allreduce");
+}
+
+/* Starts an allreduce: copies sbuf into its slot and runs what it can. */
+static int start(struct emunic_ptp_ar *p, const void *sbuf, void *rbuf, size_t count, int type, int op,
+		 uint64_t *seq)
+{
+	uint64_t s = p->posted + 1;
+	struct ptpa_op *o = &p->op[s % PTPA_SLOTS];
+	size_t bytes = count * emunic_calc_size(type);
+	int r;
+
+	if (emunic_calc_check(op, type))
+		return emunic_err(-EINVAL, "ptp allreduce: op %d is not defined on type %d", op, type);
+	if (count > p->max / emunic_calc_size(type))
+		return emunic_err(-EMSGSIZE, "ptp allreduce: %zu bytes, more than %zu", bytes, p->max);
+	if (p->err)
+		return p->err;
+	r = p->q.cq ? poll_cq(p) : 0;
+	if (r)
+		return r;
+	if (p->posted - p->done >= PTPA_SLOTS - 1 || o->sends_out)
+		return -ENOSPC;
+	*o = (struct ptpa_op){ .rbuf = rbuf, .bytes = bytes, .count = count, .type = type, .op = op };
+	if (p->size == 1 || !bytes) {
+		if (bytes)
+			memmove(rbuf, sbuf, bytes);
+	} else {
+		memcpy(slot_buf(p, s, 0), sbuf, bytes);
+	}
+	if (p->size == 1) {
+		p->posted = p->done = s;
+		*seq = s;
+		return 0;
+	}
+	p->posted = *seq = s;
+	return advance(p);
+}
+
+int emunic_ptp_allreduce(struct emunic_ptp_ar *p, const void *sbuf, void *rbuf, size_t count, int type, int op)
+{
+	long long deadline;
+	uint64_t seq;
+	int r;
+
+	if (!p)
+		return -EINVAL;
+	deadline = ptp_now_us() + (long long)bound(p) * 1000;
+	while ((r = start(p, sbuf, rbuf, count, type, op, &seq)) == -ENOSPC) {
+		if ((r = progress(p)))
+			return r;
+		if (bound(p) >= 0 && ptp_now_us() > deadline)
+			return emunic_err(-ETIMEDOUT, "ptp allreduce: no room to start one for %d ms", bound(p));
+	}
+	return r ? r : wait_seq(p, seq, bound(p));
+}
+
+int emunic_ptp_iallreduce(struct emunic_ptp_ar *p, const void *sbuf, void *rbuf, size_t count, int type, int op,
+			  struct emunic_ptp_ar_req **out)
+{
+	struct emunic_ptp_ar_req *req;
+	int r;
+
+	if (!p || !out)
+		return -EINVAL;
+	req = calloc(1, sizeof(*req));
+	if (!req)
+		return -ENOMEM;
+	req->p = p;
+	r = start(p, sbuf, rbuf, count, type, op, &req->seq);
+	if (r) {
+		free(req);
+		return r;
+	}
+	*out = req;
+	return 0;
+}
+
+int emunic_ptp_ar_test(struct emunic_ptp_ar_req *req)
+{
+	int r;
+
+	if (!req)
+		return -EINVAL;
+	r = progress(req->p);
+	return r ? r : status(req->p, req->seq);
+}
+
+int emunic_ptp_ar_wait(struct emunic_ptp_ar_req *req, int timeout_ms)
+{
+	int r;
+
+	if (!req)
+		return -EINVAL;
+	r = wait_seq(req->p, req->seq, timeout_ms);
+	free(req);
+	return r;
+}
+
+/* ---- create / destroy ---------------------------------------------------- */
+
+static int setup(struct emunic_ptp_ar *p)
+{
+	int n = coll_rd_schedule(p->rank, p->size, &p->step), nland = 0, pow2 = 1;
+	size_t total;
+
+	if (n < 0)
+		return n;
+	p->nstep = n;
+	while (pow2 <= p->size / 2)
+		pow2 *= 2;
+	p->extra = p->rank >= pow2;
+	p->land_of = malloc((size_t)p->size * sizeof(*p->land_of));
+	p->arrived = calloc((size_t)p->size, sizeof(*p->arrived));
+	p->folded = calloc((size_t)p->size, sizeof(*p->folded));
+	if (!p->land_of || !p->arrived || !p->folded)
+		return -ENOMEM;
+	for (int q = 0; q < p->size; q++)
+		p->land_of[q] = -1;
+	for (int i = 0; i < p->nstep; i++)
+		if (p->step[i].wait)
+			p->land_of[p->step[i].peer] = nland++;
+	total = (PTPA_SLOTS * (1 + (size_t)p->nstep) + (size_t)nland * PTPA_WINDOW) * p->max;
+	p->mem = aligned_alloc(4096, (total + 4095) & ~(size_t)4095);
+	if (!p->mem)
+		return -ENOMEM;
+	memset(p->mem, 0, total);
+	p->mem_bytes = total;
+	if (p->size == 1)
+		return 0;
+	return emunic_vdev_open(NULL, &p->dev) ? -ENODEV : 0;
+}
+
+static int open_verbs(struct emunic_ptp_ar *p)
+{
+	int depth = 4 * PTPA_SLOTS * p->nstep + PTPA_WINDOW * p->nstep + 64, r;
+
+	r = ptp_cq_open(&p->q, p->dev, depth, "ptp allreduce");
+	if (r)
+		return r;
+	p->mr = ibv_reg_mr(p->dev->pd, p->mem, p->mem_bytes, IBV_ACCESS_LOCAL_WRITE);
+	if (!p->mr)
+		return emunic_err(-errno, "ptp allreduce: ibv_reg_mr failed: %s", strerror(errno));
+	r = emunic_mesh_open(p->dev, p->boot, NULL, p->q.cq, p->q.cq, &p->mesh);
+	r = r ? r : emunic_mesh_connect_all(p->mesh, bound(p) < 0 ? 1 << 30 : bound(p));
+	for (int q = 0; !r && q < p->size; q++)
+		for (uint64_t k = 1; !r && p->land_of[q] >= 0 && k <= PTPA_WINDOW; k++)
+			r = post_recv(p, q, k);
+	/* No data may arrive before every rank's receives are up. */
+	return r ? r : emunic_boot_barrier(p->boot);
+}
+
+static void ptp_ar_free(struct emunic_ptp_ar *p)
+{
+	emunic_mesh_close(p->mesh);
+	if (p->mr)
+		ibv_dereg_mr(p->mr);
+	ptp_cq_close(&p->q);
+	if (p->dev)
+		emunic_vdev_close(p->dev);
+	free(p->mem);
+	free(p->land_of);
+	free(p->arrived);
+	free(p->folded);
+	free(p->step);
+	free(p);
+}
+
+int emunic_ptp_ar_create(struct emunic_boot *boot, size_t max_bytes, int timeout_ms, int spin_us,
+			 struct emunic_ptp_ar **out)
+{
+	struct emunic_ptp_ar *p;
+	int r;
+
+	if (!boot || !out || max_bytes > (1u << 30))
+		return -EINVAL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->boot = boot;
+	p->rank = emunic_boot_rank(boot);
+	p->size = emunic_boot_size(boot);
+	p->timeout_ms = timeout_ms;
+	p->spin_us = spin_us;
+	p->pend = -1;
+	p->max = ((max_bytes ? max_bytes : 64 * 1024) + 63) & ~(size_t)63;
+	r = setup(p);
+	if (!r && p->size > 1)
+		r = open_verbs(p);
+	if (r) {
+		ptp_ar_free(p);
+		return r;
+	}
+	*out = p;
+	return 0;
+}
+
+/* Every send must be delivered before the QPs go (the extra rank waits for
+ * its result last). */
+int emunic_ptp_ar_destroy(struct emunic_ptp_ar *p)
+{
+	long long deadline;
+	int r = 0;
+
+	if (!p)
+		return -EINVAL;
+	deadline = ptp_now_us() + (long long)bound(p) * 1000;
+	for (;;) {
+		unsigned out = 0;
+
+		for (int i = 0; i < PTPA_SLOTS; i++)
+			out += p->op[i].sends_out;
+		if (!out || p->err || !p->q.cq)
+			break;
+		if ((r = poll_cq(p)))
+			break;
+		if (bound(p) >= 0 && ptp_now_us() > deadline) {
+			r = emunic_err(-ETIMEDOUT, "ptp allreduce: %u send(s) not delivered after %d ms", out, bound(p));
+			break;
+		}
+	}
+	ptp_ar_free(p);
+	return r;
+}

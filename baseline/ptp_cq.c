@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/* The CQ, completion channel and wait of the host-progressed baselines
+ * (ptp_cq.h). */
+#include "baseline/ptp_cq.h"
+#include "emunic/base/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <string.h>
+#include <time.h>
+
+#define PTP_CQ_BATCH 16
+#define PTP_CQ_SLICE_MS 100	/* bound on one sleep, so timeouts are noticed */
+
+long long ptp_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int ptp_cq_open(struct ptp_cq *c, struct emunic_vdev *dev, int depth, const char *who)
+{
+	c->ch = ibv_create_comp_channel(dev->ctx);
+	if (!c->ch)
+		return emunic_err(-errno, "%s: ibv_create_comp_channel failed: %s", who, strerror(errno));
+	fcntl(c->ch->fd, F_SETFL, fcntl(c->ch->fd, F_GETFL) | O_NONBLOCK);
+	c->cq = ibv_create_cq(dev->ctx, depth, NULL, c->ch, 0);
+	if (!c->cq)
+		return emunic_err(-errno, "%s: ibv_create_cq(%d) failed: %s", who, depth, strerror(errno));
+	return 0;
+}
+
+void ptp_cq_close(struct ptp_cq *c)
+{
+	if (c->unacked_events)
+		ibv_ack_cq_events(c->cq, c->unacked_events);
+	if (c->cq)
+		ibv_destroy_cq(c->cq);
+	if (c->ch)
+		ibv_destroy_comp_channel(c->ch);
+	*c = (struct ptp_cq){ 0 };
+}
+
+int ptp_cq_poll(struct ptp_cq *c, ptp_wc_fn fn, void *ctx, const char *who)
+{
+	struct ibv_wc wc[PTP_CQ_BATCH];
+	int n;
+
+	do {
+		n = ibv_poll_cq(c->cq, PTP_CQ_BATCH, wc);
+		if (n < 0)
+			return emunic_err(-EIO, "%s: ibv_poll_cq failed", who);
+		c->polled += (uint64_t)n;
+		for (int i = 0; i < n; i++)
+			fn(ctx, &wc[i]);
+	} while (n == PTP_CQ_BATCH);
+	return 0;
+}
+
+int ptp_cq_sleep(struct ptp_cq *c, ptp_progress_fn progress, void *ctx, int timeout_ms, const char *who)
+{
+	struct pollfd pf = { .fd = c->ch->fd, .events = POLLIN };
+	uint64_t before = c->polled;
+	struct ibv_cq *cq;
+	void *cctx;
+	int r;
+
+	if (ibv_req_notify_cq(c->cq, 0))
+		return emunic_err(-EIO, "%s: ibv_req_notify_cq failed", who);
+	r = progress(ctx);
+	if (r || c->polled != before)
+		return r;
+	if (poll(&pf, 1, timeout_ms) <= 0)
+		return 0;
+	if (!ibv_get_cq_event(c->ch, &cq, &cctx) && ++c->unacked_events >= 64) {
+		ibv_ack_cq_events(c->cq, c->unacked_events);
+		c->unacked_events = 0;
+	}
+	return 0;
+}
+
+int ptp_cq_wait(struct ptp_cq *c, ptp_progress_fn progress, ptp_status_fn status, ptp_timeout_fn on_timeout,
+		void *ctx, uint64_t seq, int timeout_ms, int spin_us, const char *who)
+{
+	long long t0 = ptp_now_us();
+	long long deadline = timeout_ms < 0 ? -1 : t0 + (long long)timeout_ms * 1000;
+
+	for (;;) {
+		long long now, left = PTP_CQ_SLICE_MS * 1000;
+		int r = progress(ctx), s;
+
+		if (r)
+			return r;
+		s = status(ctx, seq);
+		if (s)
+			return s < 0 ? s : 0;
+		now = ptp_now_us();
+		if (deadline >= 0) {
+			left = deadline - now;
+			if (left <= 0)
+				return on_timeout(ctx, seq, timeout_ms);
+		}
+		if (spin_us < 0 || now - t0 < spin_us)
+			continue;
+		r = ptp_cq_sleep(c, progress, ctx,
+				 (int)((left < PTP_CQ_SLICE_MS * 1000 ? left : PTP_CQ_SLICE_MS * 1000) / 1000 + 1), who);
+		if (r)
+			return r;
+	}
+}
