@@ -617,3 +617,38 @@ def test_instr_bench_usage():
         rc, out = host("%s %s" % (BENCH, args))
         assert rc == 2, (args, out)
         assert "usage:" in out and "emunic-bench instr --help" in out, (args, out)
+
+
+# ---- allreduce ------------------------------------------------------------------
+
+def test_allreduce_bench(rxe):
+    """Offloaded allreduce vs the host-progressed one at 2 ranks: the table,
+    a target line per size (met or MISSED, never asserted), the overlap
+    targets at 8K, and every metric in the CSV."""
+    path = csv_path("test-allreduce.csv")
+    rc, out = rxe.run("%s -n 2 -t 300 %s allreduce --iters 20 --warmup 2 --sizes 8,8K --csv %s"
+                      % (RUN, BENCH, path), timeout=360)
+    assert rc == 0, out
+    assert "emunic-bench allreduce: offloaded (mq, CALC on the progress core) vs host-progressed (ptp)" in out, out
+    for size in ("8", "8K"):
+        assert re.search(r"^\s+%s\s+ptp\s+%s\s+%s\s+-\s+%s$" % (size, NUM, NUM, NUM), out, re.M), out
+        assert re.search(r"^\s+%s\s+mq\s+%s\s+%s\s+%sx\s+%s$" % (size, NUM, NUM, NUM, NUM), out, re.M), out
+        assert re.search(r"^\s+(met|MISSED)\s+allreduce %s mean <= 1.15x ptp \(2 ranks\)\s+mq\s+" % size,
+                         out, re.M), out
+    assert re.search(r"^\s+(met|MISSED)\s+iallreduce 8K overlap >= 50% \(2 ranks\)\s+mq\s+" + NUM + "%",
+                     out, re.M), out
+    assert re.search(r"^\s+(met|MISSED)\s+iallreduce 8K overlap >= 2x ptp's \(2 ranks\)", out, re.M), out
+    rows, text = read_csv(path)
+    by = {(r["impl"], r["metric"]): float(r["value"]) for r in rows}
+    for impl in ("ptp", "mq"):
+        for size in ("8", "8K"):
+            assert by[(impl, "allreduce_latency_" + size)] > 0, text
+            assert by[(impl, "allreduce_latency_p50_" + size)] > 0, text
+            assert 0 <= by[(impl, "iallreduce_overlap_" + size)] <= 100, text
+
+
+def test_allreduce_bench_usage():
+    for args in ("allreduce --sizes 7", "allreduce --sizes 8,x", "allreduce --iters 0", "allreduce --bogus"):
+        rc, out = host("%s %s" % (BENCH, args))
+        assert rc == 2, (args, out)
+        assert "usage:" in out and "emunic-bench allreduce --help" in out, (args, out)

@@ -4,6 +4,7 @@
  * baselines, run under emunic-run (or a PMIx launcher).
  *
  *   emunic-run -n N emunic-bench barrier [OPTIONS]
+ *   emunic-run -n N emunic-bench allreduce [OPTIONS]
  *   emunic-run -n 2 emunic-bench trig [OPTIONS]
  *   emunic-run -n 2 emunic-bench rndv [OPTIONS]
  *   emunic-run -n 2 emunic-bench p2p [OPTIONS]
@@ -24,6 +25,8 @@
  * barrier (barrier.c): the offloaded barrier against the host-progressed
  * point-to-point one: latency, CPU availability with a test loop and with
  * one work slice, and the application thread's CPU time in post + wait.
+ * allreduce: the offloaded allreduce against the host-progressed one
+ * (baseline/ptp_allreduce.c): latency and OSU overlap (allreduce.c).
  *
  * trig: a chain of triggered puts against the same chain driven by the app
  * thread: wall time and the app's CPU (trig.c).  rndv: chunked
@@ -151,6 +154,8 @@ struct subcmd {
 static const struct subcmd subcmds[] = {
 	{ "barrier", "offloaded barrier/ibarrier vs the ptp baseline: latency, overlap, overhead",
 	  bench_barrier_help, bench_barrier_main },
+	{ "allreduce", "offloaded allreduce (CALC) vs the ptp baseline: latency, OSU overlap",
+	  bench_allreduce_help, bench_allreduce_main },
 	{ "trig", "a chain of triggered puts vs the same chain driven by the app: time, app CPU",
 	  bench_trig_help, bench_trig_main },
 	{ "rndv", "chunked rendezvous vs one get a message: throughput by size, slow receiver",
