@@ -29,6 +29,7 @@
 
 #define PTPA_WINDOW 4
 #define PTPA_SLOTS 4
+#define PTPA_DRAIN_SLICE_MS 100	/* destroy: one sleep */
 #define PTPA_PEER_BITS 24
 #define PTPA_PEER_MASK ((1ull << PTPA_PEER_BITS) - 1)
 #define PTPA_RECV_FLAG (1ull << 63)
@@ -56,13 +57,11 @@ struct emunic_ptp_ar {
 	int *land_of;			/* by rank: its landing window, or -1 */
 	uint64_t *arrived, *folded;	/* by rank: messages arrived, folded */
 	struct ptpa_op op[PTPA_SLOTS];
-	uint64_t posted, done;
+	struct ptp_ops ops;		/* allreduces, numbered from 1; the first failure */
 	int cur;			/* the oldest allreduce's next step */
 	bool cur_sent;
 	const unsigned char *acc;	/* ... its running result */
 	int pend;			/* ... the rank whose data waits to be folded (-1) */
-	int err;
-	uint64_t err_seq;
 };
 
 struct emunic_ptp_ar_req {
@@ -87,14 +86,6 @@ static unsigned char *land(const struct emunic_ptp_ar *p, int q, uint64_t k)
 	size_t w = (size_t)p->land_of[q] * PTPA_WINDOW + (size_t)((k - 1) % PTPA_WINDOW);
 
 	return p->mem + (PTPA_SLOTS * (1 + (size_t)p->nstep) + w) * p->max;
-}
-
-static void set_err(struct emunic_ptp_ar *p, uint64_t seq, int err)
-{
-	if (!p->err || seq < p->err_seq) {
-		p->err = err;
-		p->err_seq = seq;
-	}
 }
 
 /* The receive for message k of rank q. */
@@ -128,14 +119,14 @@ static void on_wc(void *ctx, const struct ibv_wc *wc)
 	struct emunic_ptp_ar *p = ctx;
 	bool recv = wc->wr_id & PTPA_RECV_FLAG;
 	int q = (int)(wc->wr_id & PTPA_PEER_MASK);
-	uint64_t seq = recv ? p->done + 1 : (wc->wr_id & ~PTPA_RECV_FLAG) >> PTPA_PEER_BITS;
+	uint64_t seq = recv ? p->ops.done + 1 : (wc->wr_id & ~PTPA_RECV_FLAG) >> PTPA_PEER_BITS;
 
 	if (!recv)
 		p->op[seq % PTPA_SLOTS].sends_out--;
 	if (wc->status != IBV_WC_SUCCESS) {
 		emunic_err(-EIO, "ptp allreduce %llu: %s peer %d (qp %u) failed: %s", (unsigned long long)seq,
 			   recv ? "receive from" : "send to", q, wc->qp_num, ibv_wc_status_str(wc->status));
-		set_err(p, seq, -EIO);
+		ptp_ops_fail(&p->ops, seq, -EIO);
 	} else if (recv) {
 		p->arrived[q]++;
 	}
@@ -164,8 +155,8 @@ static int fold(struct emunic_ptp_ar *p, const struct ptpa_op *o, void *dst, int
 /* Runs the oldest allreduce as far as what arrived allows, then the next. */
 static int advance(struct emunic_ptp_ar *p)
 {
-	while (p->done < p->posted && !p->err) {
-		uint64_t seq = p->done + 1;
+	while (p->ops.done < p->ops.posted && !p->ops.err) {
+		uint64_t seq = p->ops.done + 1;
 		struct ptpa_op *o = &p->op[seq % PTPA_SLOTS];
 		int r = 0;
 
@@ -181,7 +172,7 @@ static int advance(struct emunic_ptp_ar *p)
 				}
 				r = r ? r : post_send(p, st->peer, seq, p->acc, o->bytes);
 				if (r) {
-					set_err(p, seq, r);
+					ptp_ops_fail(&p->ops, seq, r);
 					return r;
 				}
 				p->cur_sent = true;
@@ -204,10 +195,10 @@ static int advance(struct emunic_ptp_ar *p)
 		}
 		p->pend = -1;
 		if (r) {
-			set_err(p, seq, r);
+			ptp_ops_fail(&p->ops, seq, r);
 			return r;
 		}
-		p->done = seq;
+		p->ops.done = seq;
 		p->cur = 0;
 	}
 	return 0;
@@ -221,15 +212,6 @@ static int progress(void *ctx)
 	return r ? r : advance(p);
 }
 
-static int status(void *ctx, uint64_t seq)
-{
-	const struct emunic_ptp_ar *p = ctx;
-
-	if (p->err && seq >= p->err_seq)
-		return p->err;
-	return seq <= p->done;
-}
-
 static int report_timeout(void *ctx, uint64_t seq, int timeout_ms)
 {
 	(void)ctx;
@@ -239,14 +221,14 @@ static int report_timeout(void *ctx, uint64_t seq, int timeout_ms)
 
 static int wait_seq(struct emunic_ptp_ar *p, uint64_t seq, int timeout_ms)
 {
-	return ptp_cq_wait(&p->q, progress, status, report_timeout, p, seq, timeout_ms, p->spin_us, "ptp allreduce");
+	return ptp_cq_wait(&p->q, progress, report_timeout, p, &p->ops, seq, timeout_ms, p->spin_us, "ptp allreduce");
 }
 
 /* Starts an allreduce: copies sbuf into its slot and runs what it can. */
 static int start(struct emunic_ptp_ar *p, const void *sbuf, void *rbuf, size_t count, int type, int op,
 		 uint64_t *seq)
 {
-	uint64_t s = p->posted + 1;
+	uint64_t s = p->ops.posted + 1;
 	struct ptpa_op *o = &p->op[s % PTPA_SLOTS];
 	size_t bytes = count * emunic_calc_size(type);
 	int r;
@@ -255,12 +237,12 @@ static int start(struct emunic_ptp_ar *p, const void *sbuf, void *rbuf, size_t c
 		return emunic_err(-EINVAL, "ptp allreduce: op %d is not defined on type %d", op, type);
 	if (count > p->max / emunic_calc_size(type))
 		return emunic_err(-EMSGSIZE, "ptp allreduce: %zu bytes, more than %zu", bytes, p->max);
-	if (p->err)
-		return p->err;
+	if (p->ops.err)
+		return p->ops.err;
 	r = p->q.cq ? poll_cq(p) : 0;
 	if (r)
 		return r;
-	if (p->posted - p->done >= PTPA_SLOTS - 1 || o->sends_out)
+	if (p->ops.posted - p->ops.done >= PTPA_SLOTS - 1 || o->sends_out)
 		return -ENOSPC;
 	*o = (struct ptpa_op){ .rbuf = rbuf, .bytes = bytes, .count = count, .type = type, .op = op };
 	if (p->size == 1 || !bytes) {
@@ -270,11 +252,11 @@ static int start(struct emunic_ptp_ar *p, const void *sbuf, void *rbuf, size_t c
 		memcpy(slot_buf(p, s, 0), sbuf, bytes);
 	}
 	if (p->size == 1) {
-		p->posted = p->done = s;
+		p->ops.posted = p->ops.done = s;
 		*seq = s;
 		return 0;
 	}
-	p->posted = *seq = s;
+	p->ops.posted = *seq = s;
 	return advance(p);
 }
 
@@ -324,7 +306,7 @@ int emunic_ptp_ar_test(struct emunic_ptp_ar_req *req)
 	if (!req)
 		return -EINVAL;
 	r = progress(req->p);
-	return r ? r : status(req->p, req->seq);
+	return r ? r : ptp_ops_status(&req->p->ops, req->seq);
 }
 
 int emunic_ptp_ar_wait(struct emunic_ptp_ar_req *req, int timeout_ms)
@@ -342,15 +324,13 @@ int emunic_ptp_ar_wait(struct emunic_ptp_ar_req *req, int timeout_ms)
 
 static int setup(struct emunic_ptp_ar *p)
 {
-	int n = coll_rd_schedule(p->rank, p->size, &p->step), nland = 0, pow2 = 1;
+	int n = coll_rd_schedule(p->rank, p->size, &p->step), nland = 0;
 	size_t total;
 
 	if (n < 0)
 		return n;
 	p->nstep = n;
-	while (pow2 <= p->size / 2)
-		pow2 *= 2;
-	p->extra = p->rank >= pow2;
+	p->extra = p->rank >= coll_rd_pow2(p->size);
 	p->land_of = malloc((size_t)p->size * sizeof(*p->land_of));
 	p->arrived = calloc((size_t)p->size, sizeof(*p->arrived));
 	p->folded = calloc((size_t)p->size, sizeof(*p->folded));
@@ -369,7 +349,7 @@ static int setup(struct emunic_ptp_ar *p)
 	p->mem_bytes = total;
 	if (p->size == 1)
 		return 0;
-	return emunic_vdev_open(NULL, &p->dev) ? -ENODEV : 0;
+	return emunic_vdev_open(NULL, &p->dev);
 }
 
 static int open_verbs(struct emunic_ptp_ar *p)
@@ -446,19 +426,20 @@ int emunic_ptp_ar_destroy(struct emunic_ptp_ar *p)
 	if (!p)
 		return -EINVAL;
 	deadline = ptp_now_us() + (long long)bound(p) * 1000;
-	for (;;) {
+	while (p->q.cq && !p->ops.err) {
 		unsigned out = 0;
 
 		for (int i = 0; i < PTPA_SLOTS; i++)
 			out += p->op[i].sends_out;
-		if (!out || p->err || !p->q.cq)
-			break;
-		if ((r = poll_cq(p)))
+		if (!out)
 			break;
 		if (bound(p) >= 0 && ptp_now_us() > deadline) {
 			r = emunic_err(-ETIMEDOUT, "ptp allreduce: %u send(s) not delivered after %d ms", out, bound(p));
 			break;
 		}
+		/* Polls first; sleeps on the channel only if nothing came. */
+		if ((r = ptp_cq_sleep(&p->q, progress, p, PTPA_DRAIN_SLICE_MS, "ptp allreduce")))
+			break;
 	}
 	ptp_ar_free(p);
 	return r;

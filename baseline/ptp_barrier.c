@@ -43,12 +43,10 @@ struct emunic_ptp {
 	struct coll_step *step;		/* this rank's schedule */
 	int nstep;
 	uint64_t *arrived;		/* by rank: signals received so far */
-	uint64_t posted, done;		/* barrier sequence numbers, from 1 */
+	struct ptp_ops ops;		/* barriers, numbered from 1; the first failure */
 	int cur;			/* the oldest barrier's next step */
 	bool cur_sent;			/* ... and whether its signal is out */
 	unsigned sends_out;		/* posted, completion not yet polled */
-	int err;			/* first failure; barriers from err_seq on fail */
-	uint64_t err_seq;
 	int nreq;
 };
 
@@ -86,14 +84,6 @@ static struct ibv_qp *qp_of(struct emunic_ptp *p, int peer)
 	return p->mesh->conn[peer].qp;
 }
 
-static void set_err(struct emunic_ptp *p, uint64_t seq, int err)
-{
-	if (!p->err || seq < p->err_seq) {
-		p->err = err;
-		p->err_seq = seq;
-	}
-}
-
 static int post_recv(struct emunic_ptp *p, int peer)
 {
 	struct ibv_recv_wr wr = { .wr_id = (uint64_t)peer }, *bad;
@@ -110,21 +100,21 @@ static void on_wc(void *ctx, const struct ibv_wc *wc)
 	struct emunic_ptp *p = ctx;
 	int peer = (int)(wc->wr_id & PTP_PEER_MASK);
 	bool recv = wc->opcode & IBV_WC_RECV;
-	uint64_t seq = recv ? p->done + 1 : wc->wr_id >> PTP_PEER_BITS;
+	uint64_t seq = recv ? p->ops.done + 1 : wc->wr_id >> PTP_PEER_BITS;
 
 	if (!recv)
 		p->sends_out--;
 	if (wc->status != IBV_WC_SUCCESS) {
 		emunic_err(-EIO, "ptp: barrier %llu: %s peer %d (qp %u) failed: %s", (unsigned long long)seq,
 			   recv ? "receive from" : "signal to", peer, wc->qp_num, ibv_wc_status_str(wc->status));
-		set_err(p, seq, -EIO);
+		ptp_ops_fail(&p->ops, seq, -EIO);
 		return;
 	}
 	if (recv) {
 		p->arrived[peer]++;
 		/* Replenish at once: the window stays full between polls. */
 		if (post_recv(p, peer))
-			set_err(p, seq, -EIO);
+			ptp_ops_fail(&p->ops, seq, -EIO);
 	}
 }
 
@@ -162,8 +152,8 @@ static int post_signal(struct emunic_ptp *p, int peer, uint64_t seq)
  * then the next one's; never polls. */
 static int advance(struct emunic_ptp *p)
 {
-	while (p->done < p->posted && !p->err) {
-		uint64_t seq = p->done + 1;
+	while (p->ops.done < p->ops.posted && !p->ops.err) {
+		uint64_t seq = p->ops.done + 1;
 
 		for (; p->cur < p->nstep; p->cur++, p->cur_sent = false) {
 			const struct coll_step *st = &p->step[p->cur];
@@ -172,7 +162,7 @@ static int advance(struct emunic_ptp *p)
 				int r = post_signal(p, st->peer, seq);
 
 				if (r) {
-					set_err(p, seq, r);
+					ptp_ops_fail(&p->ops, seq, r);
 					return r;
 				}
 				p->cur_sent = true;
@@ -180,7 +170,7 @@ static int advance(struct emunic_ptp *p)
 			if (st->wait && p->arrived[st->peer] < seq)
 				return 0;
 		}
-		p->done = seq;
+		p->ops.done = seq;
 		p->cur = 0;
 	}
 	return 0;
@@ -193,15 +183,6 @@ static int progress(void *ctx)
 	int r = p->q.cq ? poll_cq(p) : 0;
 
 	return r ? r : advance(p);
-}
-
-static int seq_status(void *ctx, uint64_t seq)
-{
-	const struct emunic_ptp *p = ctx;
-
-	if (p->err && seq >= p->err_seq)
-		return p->err;
-	return seq <= p->done;
 }
 
 static int report_timeout(void *ctx, uint64_t seq, int timeout_ms)
@@ -223,18 +204,18 @@ static int report_timeout(void *ctx, uint64_t seq, int timeout_ms)
 
 static int wait_seq(struct emunic_ptp *p, uint64_t seq, int timeout_ms)
 {
-	return ptp_cq_wait(&p->q, progress, seq_status, report_timeout, p, seq, timeout_ms, p->attr.spin_us, "ptp");
+	return ptp_cq_wait(&p->q, progress, report_timeout, p, &p->ops, seq, timeout_ms, p->attr.spin_us, "ptp");
 }
 
 /* ---- requests ------------------------------------------------------------ */
 
 static int start(struct emunic_ptp *p, uint64_t *seq)
 {
-	if (p->err)
-		return p->err;
-	if (p->posted - p->done >= PTP_MAX_INFLIGHT)
+	if (p->ops.err)
+		return p->ops.err;
+	if (p->ops.posted - p->ops.done >= PTP_MAX_INFLIGHT)
 		return -ENOSPC;
-	*seq = ++p->posted;
+	*seq = ++p->ops.posted;
 	return advance(p);
 }
 
@@ -277,7 +258,7 @@ int emunic_ptp_test(struct emunic_ptp_req *req)
 	if (!req)
 		return -EINVAL;
 	r = progress(req->p);
-	return r ? r : seq_status(req->p, req->seq);
+	return r ? r : ptp_ops_status(&req->p->ops, req->seq);
 }
 
 int emunic_ptp_wait(struct emunic_ptp_req *req, int timeout_ms)
@@ -371,7 +352,7 @@ static int drain(struct emunic_ptp *p)
 {
 	long long deadline = ptp_now_us() + (long long)ptp_timeout(p) * 1000;
 
-	while (p->sends_out && !p->err) {
+	while (p->sends_out && !p->ops.err) {
 		int r = poll_cq(p);
 
 		if (r)

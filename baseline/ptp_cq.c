@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The CQ, completion channel and wait of the host-progressed baselines
- * (ptp_cq.h). */
+/* The CQ, completion channel, operation numbering and wait of the
+ * host-progressed baselines (ptp_cq.h). */
 #include "baseline/ptp_cq.h"
 #include "emunic/base/log.h"
 
@@ -19,6 +19,21 @@ long long ptp_now_us(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void ptp_ops_fail(struct ptp_ops *o, uint64_t seq, int err)
+{
+	if (!o->err || seq < o->err_seq) {
+		o->err = err;
+		o->err_seq = seq;
+	}
+}
+
+int ptp_ops_status(const struct ptp_ops *o, uint64_t seq)
+{
+	if (o->err && seq >= o->err_seq)
+		return o->err;
+	return seq <= o->done;
 }
 
 int ptp_cq_open(struct ptp_cq *c, struct emunic_vdev *dev, int depth, const char *who)
@@ -82,8 +97,8 @@ int ptp_cq_sleep(struct ptp_cq *c, ptp_progress_fn progress, void *ctx, int time
 	return 0;
 }
 
-int ptp_cq_wait(struct ptp_cq *c, ptp_progress_fn progress, ptp_status_fn status, ptp_timeout_fn on_timeout,
-		void *ctx, uint64_t seq, int timeout_ms, int spin_us, const char *who)
+int ptp_cq_wait(struct ptp_cq *c, ptp_progress_fn progress, ptp_timeout_fn on_timeout, void *ctx,
+		const struct ptp_ops *ops, uint64_t seq, int timeout_ms, int spin_us, const char *who)
 {
 	long long t0 = ptp_now_us();
 	long long deadline = timeout_ms < 0 ? -1 : t0 + (long long)timeout_ms * 1000;
@@ -94,7 +109,7 @@ int ptp_cq_wait(struct ptp_cq *c, ptp_progress_fn progress, ptp_status_fn status
 
 		if (r)
 			return r;
-		s = status(ctx, seq);
+		s = ptp_ops_status(ops, seq);
 		if (s)
 			return s < 0 ? s : 0;
 		now = ptp_now_us();

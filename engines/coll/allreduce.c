@@ -67,15 +67,6 @@ static unsigned char *buf(const struct emunic_coll *c, uint64_t seq, enum ar_buf
 	return ar->mem + (seq % AR_SLOTS) * ar->slot_bytes + off * ar->max;
 }
 
-static int pow2_floor(int m)
-{
-	int n = 1;
-
-	while (n <= m / 2)
-		n *= 2;
-	return n;
-}
-
 static int ar_setup(struct emunic_coll *c)
 {
 	struct coll_ar *ar;
@@ -96,7 +87,7 @@ static int ar_setup(struct emunic_coll *c)
 	ar->limit = c->attr.max_bytes ? c->attr.max_bytes : AR_DEFAULT_MAX;
 	ar->max = (ar->limit + 63) & ~(size_t)63;
 	ar->slot_bytes = (1 + 2 * (size_t)c->nstep) * ar->max;
-	ar->extra = c->rank >= pow2_floor(c->size);
+	ar->extra = c->rank >= coll_rd_pow2(c->size);
 	total = AR_SLOTS * ar->slot_bytes;
 	ar->mem = aligned_alloc(4096, (total + 4095) & ~(size_t)4095);
 	if (!ar->mem)

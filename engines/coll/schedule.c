@@ -17,7 +17,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-static int pow2_floor(int m)
+int coll_rd_pow2(int m)
 {
 	int n = 1;
 
@@ -33,7 +33,7 @@ static void add_step(struct coll_step *step, int *n, int peer, bool send, bool w
 
 int coll_rd_schedule(int rank, int size, struct coll_step **out)
 {
-	int n = pow2_floor(size), r = rank, nstep = 0, max = 2;
+	int n = coll_rd_pow2(size), r = rank, nstep = 0, max = 2;
 	bool has_extra = r < n && r + n < size;
 	struct coll_step *step;
 

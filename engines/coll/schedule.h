@@ -24,5 +24,8 @@ struct coll_step {
  * -ENOMEM.  A rank's partners are the peers its steps name.
  */
 int coll_rd_schedule(int rank, int size, struct coll_step **out);
+/* N, the largest power of two <= size (>= 1): ranks N and up are the extra
+ * ones, folded into rank - N. */
+int coll_rd_pow2(int size);
 
 #endif

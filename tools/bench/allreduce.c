@@ -59,10 +59,8 @@ static int im_open(struct bench *b, const struct ar_opts *o, struct ar_impl *im,
 	int r;
 
 	if (im->p == NULL && !strcmp(im->name, AR_BASELINE)) {
-		const char *s = getenv("EMUNIC_LOCAL_SIZE");
-		int local = s && *s ? atoi(s) : b->size;
 		/* A core each: poll, as the barrier's ptp does; else sleep. */
-		int spin = sysconf(_SC_NPROCESSORS_ONLN) >= local ? -1 : 50;
+		int spin = sysconf(_SC_NPROCESSORS_ONLN) >= bench_local_ranks(b) ? -1 : 50;
 
 		r = emunic_ptp_ar_create(b->boot, max_size(o), o->timeout_ms, spin, &im->p);
 		return r ? bench_err(b, r, "ptp: emunic_ptp_ar_create") : 0;

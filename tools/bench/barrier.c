@@ -59,19 +59,10 @@ struct bar_info {
 	double quantum_us[MAX_IMPLS];
 };
 
-/* Ranks on this node (emunic-run sets EMUNIC_LOCAL_SIZE). */
-static int local_ranks(const struct bench *b)
-{
-	const char *s = getenv("EMUNIC_LOCAL_SIZE");
-	int n = s && *s ? atoi(s) : b->size;
-
-	return n > 0 ? n : 1;
-}
-
 /* The share of a CPU each rank can have while all of them compute. */
 static double cpu_ceiling(const struct bench *b)
 {
-	double c = 100.0 * (double)sysconf(_SC_NPROCESSORS_ONLN) / local_ranks(b);
+	double c = 100.0 * (double)sysconf(_SC_NPROCESSORS_ONLN) / bench_local_ranks(b);
 
 	return c > 100 ? 100 : c;
 }
@@ -126,7 +117,7 @@ static int im_open(struct bench *b, const struct bar_opts *o, struct impl *im, s
 		pa.timeout_ms = o->timeout_ms;
 		if (o->ptp_spin_us != -2)
 			pa.spin_us = o->ptp_spin_us;
-		else if (sysconf(_SC_NPROCESSORS_ONLN) >= local_ranks(b))
+		else if (sysconf(_SC_NPROCESSORS_ONLN) >= bench_local_ranks(b))
 			pa.spin_us = -1;	/* a core each: poll, as seed 003's PTP did */
 		info->ptp_spin_us = pa.spin_us;
 		info->ptp_qps = b->size - 1;
@@ -461,7 +452,7 @@ static void print_header(const struct bench *b, const struct bar_opts *o, const 
 	printf("  work loop    nop loop, %.3f CPU ns per iteration (thread CPU clock, median of 5 runs\n"
 	       "               on all ranks at once, spread %.0f%%); work sized from rank 0's median\n"
 	       "               ibarrier time; availability can reach %.0f%% at most (%ld CPUs, %d ranks)\n",
-	       b->ns_per_iter, b->calib_spread * 100, cpu_ceiling(b), sysconf(_SC_NPROCESSORS_ONLN), local_ranks(b));
+	       b->ns_per_iter, b->calib_spread * 100, cpu_ceiling(b), sysconf(_SC_NPROCESSORS_ONLN), bench_local_ranks(b));
 	if (!o->no_ptp) {
 		const char *why = o->ptp_spin_us != -2 ? "--ptp-spin-us" :
 				  info->ptp_spin_us < 0 ? "auto: a CPU per rank in the ptp runs" :

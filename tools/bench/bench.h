@@ -81,6 +81,8 @@ const char *bench_idle_str(enum emunic_idle i);
 int bench_open_dev(struct bench *b, const struct emunic_dev_attr *da, struct emunic_dev **dev, char *name,
 		   size_t len);
 
+/* Ranks on this node (emunic-run sets EMUNIC_LOCAL_SIZE; else the job's). */
+int bench_local_ranks(const struct bench *b);
 /* the work loop */
 void bench_nops(uint64_t n);
 uint64_t bench_work_iters(const struct bench *b, double ns);

@@ -201,6 +201,14 @@ int bench_open_dev(struct bench *b, const struct emunic_dev_attr *da, struct emu
 
 /* ---- the work loop ------------------------------------------------------- */
 
+int bench_local_ranks(const struct bench *b)
+{
+	const char *s = getenv("EMUNIC_LOCAL_SIZE");
+	int n = s && *s ? atoi(s) : b->size;
+
+	return n > 0 ? n : 1;
+}
+
 void bench_nops(uint64_t n)
 {
 	for (uint64_t i = 0; i < n; i++)
