@@ -191,10 +191,16 @@ int emunic_ev_duplicate(struct emunic_dev *d, const struct emunic_event *ev)
 /* The peer ended the connection (its process exited, or it destroyed the
  * QP): fail the QP now, rather than let work to it retry into the void.
  * rdma_disconnect moves the verbs QP to the error state, so what verbs
- * holds flushes and the rest fails in the push. */
+ * holds flushes and the rest fails in the push.  A pass polls only a batch
+ * of completions before the units step, so the successes of sends the
+ * peer took before it left may still be in the CQ: they are read first, or
+ * failing the QP would fail them too. */
 void conn_peer_gone(struct emunic_qp *qp)
 {
 	struct emunic_dev *d = qp->o.dev;
+
+	while (nic_verbs_poll(d) > 0)
+		;
 
 	if (rc_attempt_failed(qp, false, "the peer disconnected"))
 		return;		/* a connection being made again: try again */
