@@ -84,7 +84,7 @@ demo: deps
 test: deps
 	@$(MAKE) --no-print-directory all hdrcheck
 	@$(MAKE) --no-print-directory SAN=1 all
-	@$(PYTHON) -m pytest -q $(sort $(wildcard tests/test_*.py)) tests/soak $(PYTEST_ARGS)
+	@$(PYTHON) -m pytest -q --durations=25 $(sort $(wildcard tests/test_*.py)) tests/soak $(PYTEST_ARGS)
 
 # The loss soak between two guests (tests/soak) at full length: 50,000
 # messages at 2% loss (`make test` runs 4,000, last, after the two-guest tests).

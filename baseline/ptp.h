@@ -98,4 +98,27 @@ int emunic_ptp_ar_test(struct emunic_ptp_ar_req *req);
 /* Progresses until done or timeout_ms; frees req whatever the result. */
 int emunic_ptp_ar_wait(struct emunic_ptp_ar_req *req, int timeout_ms);
 
+/*
+ * The host-progressed broadcast (baseline/ptp_bcast.c): the offloaded
+ * bcast's binomial tree (schedule.c's coll_bin_tree) and segments, over its
+ * own full mesh, run by the application thread: a rank forwards a segment
+ * only when one of its calls polls and sees it arrived.  max_bytes: the
+ * largest message (0: 64 KiB); segment: bytes per pipeline segment (0:
+ * 32 KiB, raised and rounded as the offload's is); timeout_ms and
+ * spin_us as for the allreduce.  The root copies buf when it starts; the
+ * others' buf holds the data once the request completes.  At most three in
+ * flight.
+ */
+struct emunic_ptp_bc;
+struct emunic_ptp_bc_req;
+int emunic_ptp_bc_create(struct emunic_boot *boot, size_t max_bytes, size_t segment, int timeout_ms, int spin_us,
+			 struct emunic_ptp_bc **out);
+int emunic_ptp_bc_destroy(struct emunic_ptp_bc *p);
+int emunic_ptp_bcast(struct emunic_ptp_bc *p, void *buf, size_t bytes, int root);
+int emunic_ptp_ibcast(struct emunic_ptp_bc *p, void *buf, size_t bytes, int root, struct emunic_ptp_bc_req **req);
+/* Progresses once: 1 done, 0 not yet, < 0 failed; req stays valid. */
+int emunic_ptp_bc_test(struct emunic_ptp_bc_req *req);
+/* Progresses until done or timeout_ms; frees req whatever the result. */
+int emunic_ptp_bc_wait(struct emunic_ptp_bc_req *req, int timeout_ms);
+
 #endif

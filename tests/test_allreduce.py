@@ -73,7 +73,7 @@ def test_a_fault_fails_every_rank_with_a_named_error(rxe, spec):
 def test_bad_calls_are_named_and_change_nothing(rxe):
     out = allreduce(rxe, 3, "invalid")
     for line in ("MAXLOC is not defined on INT32", "BXOR is not defined on DOUBLE",
-                 "are more than max_bytes (1048576)", "a barrier on a collective created for allreduce"):
+                 "are more than max_bytes (1048576)", "a barrier call on a collective created for allreduce"):
         assert line in out, line
 
 

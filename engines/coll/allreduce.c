@@ -210,8 +210,6 @@ static int ar_post(struct emunic_coll *c, const struct coll_args *a, uint64_t *s
 	unsigned n, nsends;
 	int r;
 
-	if (!a)
-		return coll_err(c, -EINVAL, "a barrier on a collective created for allreduce");
 	/* From a failure on, every allreduce fails with it (its slot may
 	 * never drain: what the failure skipped never completes). */
 	if (c->err && s >= c->err_seq)

@@ -57,6 +57,7 @@ int emunic_coll_qp_count(const struct emunic_coll *c)
 static const struct coll_alg *const algs[] = {
 	[EMUNIC_COLL_BARRIER] = &coll_barrier_alg,
 	[EMUNIC_COLL_ALLREDUCE] = &coll_allreduce_alg,
+	[EMUNIC_COLL_BCAST] = &coll_bcast_alg,
 };
 
 static int create_peer(struct emunic_coll *c, int p)
@@ -141,26 +142,26 @@ static int check_attr(const struct emunic_coll_attr *a)
 		return -EINVAL;
 	if (a->conn != EMUNIC_COLL_DENSE && a->conn != EMUNIC_COLL_SPARSE)
 		return -EINVAL;
-	if (a->kind != EMUNIC_COLL_BARRIER && a->kind != EMUNIC_COLL_ALLREDUCE)
+	if (a->kind != EMUNIC_COLL_BARRIER && a->kind != EMUNIC_COLL_ALLREDUCE && a->kind != EMUNIC_COLL_BCAST)
 		return -EINVAL;
-	if (a->max_bytes > COLL_MAX_BYTES)	/* a receive's length is 32-bit */
+	if (a->max_bytes > COLL_MAX_BYTES || a->segment > COLL_MAX_BYTES)	/* a receive's length is 32-bit */
 		return -EINVAL;
 	return 0;
 }
 
 static int setup_queues(struct emunic_coll *c)
 {
-	unsigned nsend = 0, depth;
+	unsigned nsend = c->nsend, inflight = c->inflight ? c->inflight : COLL_MAX_INFLIGHT, depth;
 	int r;
 
-	for (int i = 0; i < c->nstep; i++)
+	for (int i = 0; !c->nsend && i < c->nstep; i++)
 		nsend += c->step[i].send;
 	/* Unpolled send completions: every list in flight, plus one more
 	 * round of them finished between two drains. */
-	r = emunic_cq_create(c->dev, (COLL_MAX_INFLIGHT + 1) * nsend + 16, 0, &c->scq);
+	r = emunic_cq_create(c->dev, (inflight + 1) * nsend + 16, 0, &c->scq);
 	if (r)
 		return coll_err(c, r, "creating the send CQ failed (%d)", r);
-	depth = (COLL_MAX_INFLIGHT + 1) * c->ntask + COLL_RECV_WINDOW * (unsigned)c->nstep + 16;
+	depth = (inflight + 1) * c->ntask + COLL_RECV_WINDOW * (unsigned)c->nstep + 16;
 	r = emunic_mq_create(c->dev, depth, &c->mq);
 	if (r)
 		return coll_err(c, r, "creating the management queue (depth %u) failed (%d)", depth, r);

@@ -35,13 +35,16 @@ struct coll_peer {
 
 struct emunic_coll;
 struct coll_ar;
+struct coll_bc;
 
-/* What one operation works on (NULL for a barrier). */
+/* What one operation works on: request.c checks kind against the object's. */
 struct coll_args {
+	enum emunic_coll_kind kind;	/* the call made */
 	const void *sbuf;
-	void *rbuf;
-	size_t count;
+	void *rbuf;			/* bcast: the buffer (sbuf too) */
+	size_t count;			/* bcast: bytes */
 	int type, op;			/* enum emunic_calc_type, emunic_calc_op */
+	int root;			/* bcast */
 };
 
 /*
@@ -53,7 +56,8 @@ struct coll_args {
 struct coll_alg {
 	const char *name;		/* in error lines: "barrier 7: ..." */
 	/* At create, before any QP: c->step, c->nstep, the partners (which
-	 * sparse connections are made to), c->task and c->ntask. */
+	 * sparse connections are made to), c->task and c->ntask; optionally
+	 * c->nsend and c->inflight (else from the steps, and 64). */
 	int (*setup)(struct emunic_coll *c);
 	/* Once every QP is connected: the receives ahead of the first post. */
 	int (*prepost)(struct emunic_coll *c);
@@ -67,6 +71,10 @@ struct coll_alg {
 	void (*complete)(struct emunic_coll *c, uint64_t seq);
 	/* Optional: a send of operation seq completed (or failed). */
 	void (*send_done)(struct emunic_coll *c, uint64_t seq);
+	/* Optional: names what timed-out operation seq still waits for
+	 * (" PEER (...)" per peer) into buf; returns the length written.
+	 * Without it the steps' partners are named (one signal each). */
+	int (*late)(const struct emunic_coll *c, uint64_t seq, char *buf, size_t len);
 	/* Optional: frees what setup made, after every QP and CQ is gone. */
 	void (*fini)(struct emunic_coll *c);
 };
@@ -84,12 +92,15 @@ struct emunic_coll {
 	int nstep;
 	struct emunic_task *task;	/* scratch for one barrier's task list */
 	unsigned ntask;			/* tasks in one barrier's list */
+	unsigned nsend;			/* sends in one list (0: the steps') */
+	unsigned inflight;		/* lists in flight at most (0: COLL_MAX_INFLIGHT) */
 	uint64_t posted, done;		/* barrier sequence numbers, from 1 */
 	uint64_t sends_posted, sends_done;
 	int err;			/* first failure; barriers from err_seq on fail */
 	uint64_t err_seq;
 	int nreq;			/* requests handed out, not yet waited */
 	struct coll_ar *ar;		/* allreduce.c's state */
+	struct coll_bc *bc;		/* bcast.c's state */
 };
 
 struct emunic_coll_req {
@@ -106,6 +117,8 @@ int coll_timeout(const struct emunic_coll *c);
 long long coll_now_ms(void);
 /* Every task's wr_id: the operation's number above, the peer below. */
 uint64_t coll_wr_id(uint64_t seq, int peer);
+/* "barrier", "allreduce", "bcast". */
+const char *coll_kind_str(enum emunic_coll_kind k);
 /* The fence of struct coll_alg: a WAIT for every send posted so far. */
 int coll_send_fence(struct emunic_coll *c, uint64_t *seq);
 
@@ -113,6 +126,8 @@ int coll_send_fence(struct emunic_coll *c, uint64_t *seq);
 extern const struct coll_alg coll_barrier_alg;
 /* allreduce.c: recursive doubling with CALC on the same schedule. */
 extern const struct coll_alg coll_allreduce_alg;
+/* bcast.c: a binomial tree, pipelined in segments. */
+extern const struct coll_alg coll_bcast_alg;
 
 /* complete.c: reads what the progress core finished; never blocks. */
 int coll_progress(struct emunic_coll *c);

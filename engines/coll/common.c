@@ -43,6 +43,12 @@ uint64_t coll_wr_id(uint64_t seq, int peer)
 	return seq << COLL_PEER_BITS | ((uint64_t)peer & COLL_PEER_MASK);
 }
 
+const char *coll_kind_str(enum emunic_coll_kind k)
+{
+	return k == EMUNIC_COLL_BARRIER ? "barrier" : k == EMUNIC_COLL_ALLREDUCE ? "allreduce" :
+	       k == EMUNIC_COLL_BCAST ? "bcast" : "?";
+}
+
 /* Destroy's fence: completes once every send this rank posted completed
  * (delivered, or failed), so no peer is left waiting for one. */
 int coll_send_fence(struct emunic_coll *c, uint64_t *seq)

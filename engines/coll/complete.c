@@ -119,7 +119,9 @@ static int report_timeout(const struct emunic_coll *c, uint64_t seq, int timeout
 	char late[256] = "";
 	size_t off = 0;
 
-	for (int i = 0; i < c->nstep; i++) {
+	if (c->alg->late)
+		off = (size_t)c->alg->late(c, seq, late, sizeof(late));
+	for (int i = 0; !c->alg->late && i < c->nstep; i++) {
 		int p = c->step[i].peer;
 		uint64_t got;
 

@@ -13,11 +13,22 @@
 
 /* A full queue (ibarriers in flight, or other engines' lists ahead in the
  * command ring) only delays a blocking barrier: retry within the bound. */
+/* The one check that a call fits the object: each kind its own calls. */
+static int check_kind(struct emunic_coll *c, const struct coll_args *a)
+{
+	if (a->kind == c->attr.kind)
+		return 0;
+	return coll_err(c, -EINVAL, "%s %llu: a %s call on a collective created for %s", coll_kind_str(a->kind),
+			(unsigned long long)c->posted + 1, coll_kind_str(a->kind), c->alg->name);
+}
+
 static int post_blocking(struct emunic_coll *c, const struct coll_args *a, uint64_t *seq)
 {
 	long long deadline = coll_now_ms() + coll_timeout(c);
 	struct timespec nap = { 0, 50 * 1000 };
 
+	if (check_kind(c, a))
+		return -EINVAL;
 	for (;;) {
 		int r = coll_progress(c);
 
@@ -30,15 +41,18 @@ static int post_blocking(struct emunic_coll *c, const struct coll_args *a, uint6
 	}
 }
 
-int emunic_barrier(struct emunic_coll *c)
+/* The blocking forms: posted, then waited within the bound. */
+static int post_wait(struct emunic_coll *c, const struct coll_args *a)
 {
 	uint64_t seq;
-	int r;
+	int r = post_blocking(c, a, &seq);
 
-	if (!c)
-		return -EINVAL;
-	r = post_blocking(c, NULL, &seq);
 	return r ? r : coll_wait_seq(c, seq, coll_timeout(c));
+}
+
+int emunic_barrier(struct emunic_coll *c)
+{
+	return c ? post_wait(c, &(struct coll_args){ .kind = EMUNIC_COLL_BARRIER }) : -EINVAL;
 }
 
 /* Posts one operation and hands out its request. */
@@ -47,6 +61,8 @@ static int post_req(struct emunic_coll *c, const struct coll_args *a, struct emu
 	struct emunic_coll_req *req;
 	int r;
 
+	if (check_kind(c, a))
+		return -EINVAL;
 	r = coll_progress(c);
 	if (r)
 		return r;
@@ -66,27 +82,38 @@ static int post_req(struct emunic_coll *c, const struct coll_args *a, struct emu
 
 int emunic_ibarrier(struct emunic_coll *c, struct emunic_coll_req **out)
 {
-	return c && out ? post_req(c, NULL, out) : -EINVAL;
+	return c && out ? post_req(c, &(struct coll_args){ .kind = EMUNIC_COLL_BARRIER }, out) : -EINVAL;
 }
 
 int emunic_iallreduce(struct emunic_coll *c, const void *sbuf, void *rbuf, size_t count, int type, int op,
 		      struct emunic_coll_req **out)
 {
-	struct coll_args a = { .sbuf = sbuf, .rbuf = rbuf, .count = count, .type = type, .op = op };
+	struct coll_args a = { .kind = EMUNIC_COLL_ALLREDUCE, .sbuf = sbuf, .rbuf = rbuf, .count = count,
+			       .type = type, .op = op };
 
 	return c && out ? post_req(c, &a, out) : -EINVAL;
 }
 
 int emunic_allreduce(struct emunic_coll *c, const void *sbuf, void *rbuf, size_t count, int type, int op)
 {
-	struct coll_args a = { .sbuf = sbuf, .rbuf = rbuf, .count = count, .type = type, .op = op };
-	uint64_t seq;
-	int r;
+	struct coll_args a = { .kind = EMUNIC_COLL_ALLREDUCE, .sbuf = sbuf, .rbuf = rbuf, .count = count,
+			       .type = type, .op = op };
 
-	if (!c)
-		return -EINVAL;
-	r = post_blocking(c, &a, &seq);
-	return r ? r : coll_wait_seq(c, seq, coll_timeout(c));
+	return c ? post_wait(c, &a) : -EINVAL;
+}
+
+int emunic_ibcast(struct emunic_coll *c, void *buf, size_t bytes, int root, struct emunic_coll_req **out)
+{
+	struct coll_args a = { .kind = EMUNIC_COLL_BCAST, .sbuf = buf, .rbuf = buf, .count = bytes, .root = root };
+
+	return c && out ? post_req(c, &a, out) : -EINVAL;
+}
+
+int emunic_bcast(struct emunic_coll *c, void *buf, size_t bytes, int root)
+{
+	struct coll_args a = { .kind = EMUNIC_COLL_BCAST, .sbuf = buf, .rbuf = buf, .count = bytes, .root = root };
+
+	return c ? post_wait(c, &a) : -EINVAL;
 }
 
 int emunic_coll_test(struct emunic_coll_req *req)

@@ -60,3 +60,30 @@ int coll_rd_schedule(int rank, int size, struct coll_step **out)
 		add_step(step, &nstep, r + n, true, false);
 	return nstep;
 }
+
+int coll_bin_tree(int rank, int size, int root, int *parent, int *child)
+{
+	int v = (rank - root + size) % size, low = size, n = 0;
+
+	*parent = -1;
+	if (v) {
+		low = v & -v;
+		*parent = (v - low + root) % size;
+	}
+	/* Below the lowest set bit, largest first: the deepest subtree starts
+	 * first. */
+	for (int m = 1 << 30; m; m >>= 1)
+		if (m < low && v + m < size)
+			child[n++] = (v + m + root) % size;
+	return n;
+}
+
+static bool pow2(int d)
+{
+	return d > 0 && !(d & (d - 1));
+}
+
+bool coll_bin_paired(int a, int b, int size)
+{
+	return pow2((a - b + size) % size) || pow2((b - a + size) % size);
+}

@@ -28,4 +28,16 @@ int coll_rd_schedule(int rank, int size, struct coll_step **out);
  * ones, folded into rank - N. */
 int coll_rd_pow2(int size);
 
+/*
+ * The binomial tree of a broadcast from root (MPICH's): relative rank
+ * v = (rank - root) mod size gets the data from v minus its lowest set bit
+ * and sends it to v + 2^k for each 2^k below that bit (every 2^k < size for
+ * the root), largest subtree first.  *parent: the parent's rank (-1 on the
+ * root); child[] (room for 31): the children's ranks in sending order; the
+ * number of children.  Two ranks are ever paired only if they are a power
+ * of two apart one way round (coll_bin_paired), whatever the root.
+ */
+int coll_bin_tree(int rank, int size, int root, int *parent, int *child);
+bool coll_bin_paired(int a, int b, int size);
+
 #endif

@@ -15,7 +15,8 @@
  * doubling over the largest power of two N <= size ranks; each rank r >= N
  * first signals r - N and is released by it afterwards (seed 003, tables
  * I-IV).  Allreduce: the same schedule carrying data, reduced by CALC tasks
- * (below).
+ * (below).  Bcast: a binomial tree rooted at each call's root, pipelined in
+ * segments (below).
  *
  * Failures: a barrier is done when its partners' signals came (the task
  * list's WAIT on the receives, as on the HCA); it does not wait for its own
@@ -47,15 +48,24 @@ enum emunic_coll_conn {
 enum emunic_coll_kind {
 	EMUNIC_COLL_BARRIER = 0,	/* emunic_barrier, emunic_ibarrier */
 	EMUNIC_COLL_ALLREDUCE,		/* emunic_allreduce, emunic_iallreduce */
+	EMUNIC_COLL_BCAST,		/* emunic_bcast, emunic_ibcast */
 };
 
 struct emunic_coll_attr {
 	enum emunic_coll_signal signal;	/* BARRIER */
 	enum emunic_coll_conn conn;
 	enum emunic_coll_kind kind;
-	/* ALLREDUCE: the largest message in bytes (0: 64 KiB; at most 1 GiB);
-	 * the object registers 4 x (1 + 2 x its steps) buffers of this size. */
+	/* ALLREDUCE, BCAST: the largest message in bytes (0: 64 KiB; at most
+	 * 1 GiB).  An allreduce object registers 4 x (1 + 2 x its steps)
+	 * buffers of this size; a bcast object 4 (the root's copies) plus,
+	 * per peer that can be its parent, a ring of receive segments that
+	 * holds three such messages. */
 	size_t max_bytes;
+	/* BCAST: a message is sent in segments of this many bytes, each
+	 * forwarded down the tree as soon as it arrived (0: 32 KiB; raised to
+	 * max_bytes / 32 when that is larger; rounded up to a multiple of 64
+	 * bytes; at most max_bytes so rounded). */
+	size_t segment;
 	/* Bound on connecting (create), on emunic_barrier() and on draining
 	 * (destroy), in ms; 0: 30000; < 0: no bound. */
 	int timeout_ms;
@@ -104,6 +114,32 @@ int emunic_ibarrier(struct emunic_coll *c, struct emunic_coll_req **req);
 int emunic_iallreduce(struct emunic_coll *c, const void *sbuf, void *rbuf, size_t count, int type, int op,
 		      struct emunic_coll_req **req);
 int emunic_allreduce(struct emunic_coll *c, const void *sbuf, void *rbuf, size_t count, int type, int op);
+
+/*
+ * Broadcast: the root's bytes bytes of buf land in buf on every rank, on a
+ * collective created with kind EMUNIC_COLL_BCAST.  A binomial tree over the
+ * ranks relative to root (relative rank v gets the data from v minus its
+ * lowest set bit and sends it on to v + 2^k for each 2^k below that bit, the
+ * largest subtree first), the message cut into attr.segment pieces: a rank
+ * forwards a segment as soon as it arrived, so the tree's levels work at
+ * once.  Every receive is a WAIT, every forward a SEND released by it, run by
+ * the progress core: a posted ibcast completes while the app computes.  On
+ * the root buf is copied when posted (it may be reused at once) and the bcast
+ * completes once its sends are handed to verbs; on the others buf holds the
+ * data once the request completes, copied by the call (test, wait) that sees
+ * the completion, out of the segments the data landed in.  Every rank must
+ * call with the same root and bytes, in the same order.  A root that runs
+ * ahead of a late rank finds the ring of receive segments full and is held by
+ * RNR retries (never dropped) until that rank posts.  Sparse objects connect
+ * each rank only to the ranks a power of two away (either way round), which
+ * is every pair a binomial tree of any root uses.  -EINVAL: root out of
+ * range, a NULL buffer with bytes; -EMSGSIZE: more than max_bytes; -ENOSPC
+ * (nonblocking form): three in flight, or the sends or landing segments of
+ * earlier ones not yet free (even with no request held: they free as the core
+ * progresses, so try again; the blocking form does, within the bound).
+ */
+int emunic_ibcast(struct emunic_coll *c, void *buf, size_t bytes, int root, struct emunic_coll_req **req);
+int emunic_bcast(struct emunic_coll *c, void *buf, size_t bytes, int root);
 
 /* 1 done, 0 not yet, < 0 the operation failed.  Never blocks; req stays valid. */
 int emunic_coll_test(struct emunic_coll_req *req);

@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The offloaded broadcast: a binomial tree from each call's root
+ * (schedule.c's coll_bin_tree), the message cut into segments, each bcast
+ * one task list on the management queue.  For segment i:
+ *
+ *   root:      SEND(slot + i) SEND_EN           to each child, largest first
+ *   non-root:  WAIT(parent, 1)  then SEND(entry) SEND_EN to each child
+ *   (the last task is SIGNAL: its MQ completion is the bcast's)
+ *
+ * so a rank forwards segment i as soon as it arrived, while segment i + 1
+ * is still on its way: the tree's levels work at once (the pipeline).
+ *
+ * Where data lands: a bcast's size and root are known only when it is
+ * posted, but a fast parent's data can come before that, so receives cannot
+ * be tied to a bcast.  Instead each peer that can be this rank's parent (a
+ * power of two away) has a ring of nring segment-sized entries, and the
+ * k-th message from that peer lands in entry k % nring.  Every rank calls
+ * the same bcasts in the same order, so each knows which messages from its
+ * parent are which bcast's (struct bc_ring's used).  An entry's receive is
+ * posted again (by the next list posted) once the bcast that read it
+ * completed (its data copied to the caller's buffer) and the forwards from
+ * it completed.  A ring holds three of the largest messages (as many as
+ * may be in flight): a parent that runs further ahead meets RNR and retries
+ * until this rank posts.
+ *
+ * The root copies its buffer into one of BC_SLOTS slots when it posts; a
+ * slot is reused once its sends completed.  At most BC_INFLIGHT in flight.
+ */
+#include "engines/coll/coll_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BC_SLOTS 4
+#define BC_INFLIGHT (BC_SLOTS - 1)
+#define BC_DEFAULT_MAX (64 * 1024)
+#define BC_DEFAULT_SEG (32 * 1024)
+#define BC_MAX_SEGS 32		/* per bcast: bounds the rings and QP depths */
+#define BC_MAX_CHILD 31
+
+struct bc_slot {
+	uint64_t seq;			/* the bcast using it */
+	int parent;			/* -1: this rank was its root */
+	uint64_t first;			/* its first message from parent, from 0 */
+	unsigned nseg;
+	void *buf;			/* the caller's */
+	size_t bytes;
+	uint64_t sends_posted, sends_done;
+};
+
+/* The messages from one peer that can be this rank's parent. */
+struct bc_ring {
+	unsigned char *mem;		/* nring entries of seg bytes */
+	uint64_t posted;		/* receives posted: entries 0 .. posted - 1 */
+	uint64_t used;			/* messages given to bcasts posted so far */
+	uint64_t freed;			/* messages read: their entries are free */
+};
+
+struct coll_bc {
+	size_t limit;			/* max_bytes */
+	size_t seg;			/* bytes per segment */
+	unsigned mseg, nring;		/* segments of the largest bcast; entries per ring */
+	unsigned char *mem;		/* the root's slots, then the rings */
+	size_t mem_bytes;
+	struct emunic_mr *mr;
+	struct bc_ring *ring;		/* by rank; mem NULL: never a parent */
+	uint64_t *posted;		/* scratch: each ring's receives once a list is posted */
+	uint64_t reclaimed;		/* bcasts whose entries were given back */
+	struct bc_slot slot[BC_SLOTS];
+	int child[BC_MAX_CHILD];	/* scratch: one bcast's children */
+};
+
+static size_t round64(size_t n)
+{
+	return (n + 63) & ~(size_t)63;
+}
+
+static unsigned char *slot_mem(const struct coll_bc *bc, uint64_t seq)
+{
+	return bc->mem + (seq % BC_SLOTS) * round64(bc->limit);
+}
+
+static unsigned char *entry(const struct coll_bc *bc, int peer, uint64_t k)
+{
+	return bc->ring[peer].mem + (k % bc->nring) * bc->seg;
+}
+
+static unsigned nseg_of(const struct coll_bc *bc, size_t bytes)
+{
+	return bytes ? (unsigned)((bytes + bc->seg - 1) / bc->seg) : 1;
+}
+
+static int ceil_log2(int n)
+{
+	int k = 0;
+
+	while ((1 << k) < n)
+		k++;
+	return k;
+}
+
+/* Sizes: the segment grows so that the largest bcast has at most
+ * BC_MAX_SEGS; a ring holds BC_INFLIGHT of them (all in flight from one
+ * parent) and a spare. */
+static void size_rings(struct emunic_coll *c, struct coll_bc *bc)
+{
+	size_t seg = c->attr.segment ? c->attr.segment : BC_DEFAULT_SEG;
+	size_t floor = (bc->limit + BC_MAX_SEGS - 1) / BC_MAX_SEGS;
+
+	bc->seg = round64(seg > floor ? seg : floor);
+	if (bc->seg > round64(bc->limit))	/* no segment larger than a message */
+		bc->seg = round64(bc->limit);
+	bc->mseg = nseg_of(bc, bc->limit);
+	bc->nring = BC_INFLIGHT * bc->mseg + 2;
+}
+
+static int bc_alloc(struct emunic_coll *c, struct coll_bc *bc, int nparent)
+{
+	size_t rings = (size_t)nparent * bc->nring * bc->seg;
+	unsigned char *p;
+	int r;
+
+	bc->mem_bytes = BC_SLOTS * round64(bc->limit) + rings;
+	bc->mem = aligned_alloc(4096, (bc->mem_bytes + 4095) & ~(size_t)4095);
+	if (!bc->mem)
+		return coll_err(c, -ENOMEM, "bcast: no memory for %zu bytes of buffers (max_bytes %zu)",
+				bc->mem_bytes, bc->limit);
+	memset(bc->mem, 0, bc->mem_bytes);
+	p = bc->mem + BC_SLOTS * round64(bc->limit);
+	for (int q = 0; q < c->size; q++)
+		if (c->peer[q].partner) {
+			bc->ring[q].mem = p;
+			p += (size_t)bc->nring * bc->seg;
+		}
+	r = emunic_mr_reg(c->dev, bc->mem, bc->mem_bytes, &bc->mr);
+	return r ? coll_err(c, r, "bcast: registering %zu bytes of buffers failed (%d)", bc->mem_bytes, r) : 0;
+}
+
+static int bc_setup(struct emunic_coll *c)
+{
+	struct coll_bc *bc;
+	int nparent = 0, fanout = ceil_log2(c->size);
+
+	c->bc = bc = calloc(1, sizeof(*bc));
+	if (!bc)
+		return -ENOMEM;
+	bc->ring = calloc((size_t)c->size, sizeof(*bc->ring));
+	bc->posted = calloc((size_t)c->size, sizeof(*bc->posted));
+	if (!bc->ring || !bc->posted)
+		return -ENOMEM;
+	/* Every pair some root's tree uses: what a sparse object connects. */
+	for (int q = 0; q < c->size; q++)
+		if (q != c->rank && coll_bin_paired(c->rank, q, c->size)) {
+			c->peer[q].partner = true;
+			nparent++;
+		}
+	bc->limit = c->attr.max_bytes ? c->attr.max_bytes : BC_DEFAULT_MAX;
+	size_rings(c, bc);
+	/* A list: the receives given back (at most what BC_SLOTS bcasts
+	 * used), then per segment a WAIT and a SEND + SEND_EN per child. */
+	c->ntask = BC_SLOTS * bc->mseg + bc->mseg * (1 + 2 * (unsigned)fanout);
+	c->nsend = bc->mseg * (unsigned)fanout;
+	c->inflight = BC_INFLIGHT;
+	c->task = calloc(c->ntask, sizeof(*c->task));
+	if (!c->task)
+		return -ENOMEM;
+	return c->size > 1 ? bc_alloc(c, bc, nparent) : 0;
+}
+
+static struct emunic_task *add(struct emunic_coll *c, unsigned *n, int op, int peer, uint64_t seq)
+{
+	struct emunic_task *t = &c->task[(*n)++];
+
+	*t = (struct emunic_task){ .op = op, .wr_id = coll_wr_id(seq, peer), .qp = c->peer[peer].qp,
+				   .mr = c->bc->mr };
+	return t;
+}
+
+/* Receives into every free entry, up to a full ring per parent; posted[]
+ * gets each ring's new count (applied once the list is posted). */
+static void add_recvs(struct emunic_coll *c, unsigned *n, uint64_t seq, uint64_t *posted)
+{
+	struct coll_bc *bc = c->bc;
+
+	for (int q = 0; q < c->size; q++) {
+		struct bc_ring *rg = &bc->ring[q];
+
+		posted[q] = rg->posted;
+		if (!rg->mem)
+			continue;
+		for (; posted[q] < rg->freed + bc->nring; posted[q]++) {
+			struct emunic_task *t = add(c, n, EMUNIC_TASK_RECV, q, seq);
+
+			t->addr = entry(bc, q, posted[q]);
+			t->len = (uint32_t)bc->seg;
+		}
+	}
+}
+
+/* Bcasts done, copied out and with their forwards complete give their
+ * entries back, oldest first. */
+static void reclaim(struct emunic_coll *c)
+{
+	struct coll_bc *bc = c->bc;
+
+	while (bc->reclaimed < c->done) {
+		struct bc_slot *sl = &bc->slot[(bc->reclaimed + 1) % BC_SLOTS];
+
+		if (sl->seq == bc->reclaimed + 1) {
+			if (sl->sends_done < sl->sends_posted)
+				return;
+			if (sl->parent >= 0)
+				bc->ring[sl->parent].freed += sl->nseg;
+		}
+		bc->reclaimed++;
+	}
+}
+
+/* Bcast seq's segments: from the parent's ring, or from the root's slot. */
+static void build_list(struct emunic_coll *c, unsigned *n, const struct bc_slot *sl, const unsigned char *src,
+		       int nchild, unsigned *nsends)
+{
+	struct coll_bc *bc = c->bc;
+
+	*nsends = 0;
+	for (unsigned i = 0; i < sl->nseg; i++) {
+		size_t off = (size_t)i * bc->seg;
+		uint32_t len = (uint32_t)(sl->bytes - off < bc->seg ? sl->bytes - off : bc->seg);
+		const unsigned char *from = src + off;
+		struct emunic_task *t;
+
+		if (!sl->bytes)
+			len = 0;
+		if (sl->parent >= 0) {
+			t = add(c, n, EMUNIC_TASK_WAIT, sl->parent, sl->seq);
+			t->qp = NULL;
+			t->cq = c->peer[sl->parent].rcq;
+			t->count = 1;
+			t->flags = EMUNIC_TASK_WAIT_EN_LAST;
+			from = entry(bc, sl->parent, sl->first + i);
+		}
+		for (int k = 0; k < nchild; k++) {
+			t = add(c, n, EMUNIC_TASK_SEND, bc->child[k], sl->seq);
+			t->addr = (void *)from;
+			t->len = len;
+			t = add(c, n, EMUNIC_TASK_SEND_EN, bc->child[k], sl->seq);
+			t->count = 1;
+			++*nsends;
+		}
+	}
+}
+
+static int check_args(struct emunic_coll *c, const struct coll_args *a, uint64_t s)
+{
+	if (a->root < 0 || a->root >= c->size)
+		return coll_err(c, -EINVAL, "bcast %llu: root %d is not a rank (size %d)", (unsigned long long)s,
+				a->root, c->size);
+	if (a->count && !a->rbuf)
+		return coll_err(c, -EINVAL, "bcast %llu: a NULL buffer for %zu bytes", (unsigned long long)s,
+				a->count);
+	if (a->count > c->bc->limit)
+		return coll_err(c, -EMSGSIZE, "bcast %llu: %zu bytes are more than max_bytes (%zu)",
+				(unsigned long long)s, a->count, c->bc->limit);
+	return 0;
+}
+
+static int bc_post(struct emunic_coll *c, const struct coll_args *a, uint64_t *seq)
+{
+	struct coll_bc *bc = c->bc;
+	uint64_t s = c->posted + 1;
+	struct bc_slot next;
+	unsigned n = 0, nsends;
+	int nchild, parent, r;
+
+	/* From a failure on, every bcast fails with it (what it skipped never
+	 * completes, so its slot and entries never come back). */
+	if (c->err && s >= c->err_seq)
+		return c->err;
+	r = check_args(c, a, s);
+	if (r)
+		return r;
+	if (c->size == 1) {
+		c->posted = c->done = s;
+		*seq = s;
+		return 0;
+	}
+	reclaim(c);
+	nchild = coll_bin_tree(c->rank, c->size, a->root, &parent, bc->child);
+	next = (struct bc_slot){ .seq = s, .parent = parent, .nseg = nseg_of(bc, a->count), .buf = a->rbuf,
+				 .bytes = a->count, .first = parent >= 0 ? bc->ring[parent].used : 0 };
+	/* Room: this slot's last bcast given back, its segments' entries free. */
+	if (c->posted - c->done >= BC_INFLIGHT || (s > BC_SLOTS && bc->reclaimed < s - BC_SLOTS) ||
+	    (parent >= 0 && next.first + next.nseg > bc->ring[parent].freed + bc->nring))
+		return -ENOSPC;
+	add_recvs(c, &n, s, bc->posted);
+	if (parent < 0 && a->count)
+		memcpy(slot_mem(bc, s), a->sbuf, a->count);
+	build_list(c, &n, &next, slot_mem(bc, s), nchild, &nsends);
+	c->task[n - 1].flags |= EMUNIC_TASK_SIGNAL;
+	r = emunic_mq_post(c->mq, c->task, n);
+	if (r == -ENOSPC)
+		return r;
+	if (r)
+		return coll_err(c, r, "bcast %llu: posting its %u-task list failed (%d)", (unsigned long long)s, n, r);
+	for (int q = 0; q < c->size; q++)
+		bc->ring[q].posted = bc->posted[q];
+	if (parent >= 0)
+		bc->ring[parent].used += next.nseg;
+	next.sends_posted = nsends;
+	bc->slot[s % BC_SLOTS] = next;
+	c->posted = s;
+	c->sends_posted += nsends;
+	*seq = s;
+	return 0;
+}
+
+/* Every entry of every ring gets its receive, before anything is posted. */
+static int bc_prepost(struct emunic_coll *c)
+{
+	struct coll_bc *bc = c->bc;
+	int r = 0;
+
+	for (int q = 0; !r && q < c->size; q++) {
+		unsigned n = 0;
+
+		if (!bc->ring[q].mem)
+			continue;
+		for (uint64_t k = 0; k < bc->nring; k++) {
+			struct emunic_task *t = add(c, &n, EMUNIC_TASK_RECV, q, 0);
+
+			t->addr = entry(bc, q, k);
+			t->len = (uint32_t)bc->seg;
+		}
+		r = emunic_mq_post(c->mq, c->task, n);
+		if (r)
+			return coll_err(c, r, "bcast: posting the %u receives of peer %d failed (%d)", n, q, r);
+		bc->ring[q].posted = bc->nring;
+	}
+	return 0;
+}
+
+/* A non-root's data: the segments from its parent's ring, into buf. */
+static void bc_complete(struct emunic_coll *c, uint64_t seq)
+{
+	struct coll_bc *bc = c->bc;
+	struct bc_slot *sl = &bc->slot[seq % BC_SLOTS];
+
+	if (sl->seq != seq || sl->parent < 0)
+		return;
+	for (unsigned i = 0; i < sl->nseg && sl->bytes; i++) {
+		size_t off = (size_t)i * bc->seg, len = sl->bytes - off < bc->seg ? sl->bytes - off : bc->seg;
+
+		memcpy((unsigned char *)sl->buf + off, entry(bc, sl->parent, sl->first + i), len);
+	}
+}
+
+static void bc_send_done(struct emunic_coll *c, uint64_t seq)
+{
+	struct bc_slot *sl = &c->bc->slot[seq % BC_SLOTS];
+
+	if (sl->seq == seq)
+		sl->sends_done++;
+}
+
+/* A timed-out bcast: which parent's segments are missing. */
+static int bc_late(const struct emunic_coll *c, uint64_t seq, char *buf, size_t len)
+{
+	const struct coll_bc *bc = c->bc;
+	const struct bc_slot *sl = &bc->slot[seq % BC_SLOTS];
+	uint64_t got;
+
+	if (sl->seq != seq || sl->parent < 0)
+		return 0;
+	got = emunic_cq_count(c->peer[sl->parent].rcq);
+	if (got >= sl->first + sl->nseg)
+		return 0;
+	return snprintf(buf, len, " %d (segments %llu of %u)", sl->parent,
+			(unsigned long long)(got > sl->first ? got - sl->first : 0), sl->nseg);
+}
+
+static void bc_fini(struct emunic_coll *c)
+{
+	if (!c->bc)
+		return;
+	if (c->bc->mr)
+		emunic_mr_dereg(c->bc->mr);
+	free(c->bc->mem);
+	free(c->bc->ring);
+	free(c->bc->posted);
+	free(c->bc);
+	c->bc = NULL;
+}
+
+const struct coll_alg coll_bcast_alg = {
+	.name = "bcast",
+	.setup = bc_setup,
+	.prepost = bc_prepost,
+	.post = bc_post,
+	.fence = coll_send_fence,
+	.complete = bc_complete,
+	.send_done = bc_send_done,
+	.late = bc_late,
+	.fini = bc_fini,
+};
