@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The main job over rxe: the data-path demo at 2 and 4 ranks, then the
-# barrier benchmark (offloaded mq vs host-progressed ptp) at 2 and 4 ranks,
-# its tables on stdout and its results in build/bench/barrier-N.csv.
+# The main job over rxe: the data-path demo at 2 and 4 ranks, then every
+# benchmark (offloaded mq vs host-progressed ptp, and the engine's own), its
+# tables on stdout and its results in build/bench/*.csv.
 # BENCH_ITERS overrides the calls per measurement loop (default 100).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +25,12 @@ for n in 2 4; do
   echo "== $n ranks: allreduce benchmark, offloaded (mq, CALC) vs host-progressed (ptp), $iters calls a loop"
   build/bin/emunic-run -n "$n" -t 600 build/bin/emunic-bench allreduce --iters "$iters" \
     --csv "build/bench/allreduce-$n.csv"
+done
+for n in 2 4; do
+  echo
+  echo "== $n ranks: bcast benchmark, offloaded (mq, binomial tree) vs host-progressed (ptp), $iters calls a loop"
+  build/bin/emunic-run -n "$n" -t 600 build/bin/emunic-bench bcast --iters "$iters" \
+    --csv "build/bench/bcast-$n.csv"
 done
 echo
 echo "== 2 ranks: a chain of 100 triggered puts vs the same chain driven by the app"
@@ -51,4 +57,4 @@ echo
 echo "== 2 ranks: instructions (callgrind) to post a 4-task list and of the engine a task and a fired put"
 build/bin/emunic-run -n 2 -t 900 build/bin/emunic-bench instr --quick --csv build/bench/instr.csv
 echo
-echo "== demo done in $((SECONDS - start)) s; CSV in build/bench/ (barrier-2, barrier-4, allreduce-2, allreduce-4, trig, rndv, p2p, conn, faults, idle, potato, instr)"
+echo "== demo done in $((SECONDS - start)) s; CSV in build/bench/ (barrier-2, barrier-4, allreduce-2, allreduce-4, bcast-2, bcast-4, trig, rndv, p2p, conn, faults, idle, potato, instr)"

@@ -652,3 +652,37 @@ def test_allreduce_bench_usage():
         rc, out = host("%s %s" % (BENCH, args))
         assert rc == 2, (args, out)
         assert "usage:" in out and "emunic-bench allreduce --help" in out, (args, out)
+
+
+# ---- bcast ----------------------------------------------------------------------
+
+def test_bcast_bench(rxe):
+    """Offloaded bcast vs the host-progressed one at 3 ranks (a tree with a
+    forwarding rank): the table, a target line per size (met or MISSED,
+    never asserted) and every metric in the CSV; the check before timing
+    (every root, three in flight) passed, or the bench would exit 1."""
+    path = csv_path("test-bcast.csv")
+    rc, out = rxe.run("%s -n 3 -t 300 %s bcast --iters 20 --warmup 2 --sizes 0,8K,100000 --segment 16K --csv %s"
+                      % (RUN, BENCH, path), timeout=360)
+    assert rc == 0, out
+    assert "emunic-bench bcast: offloaded (mq, the tree on the progress core) vs host-progressed (ptp)" in out, out
+    for size in ("0", "8K", "100000"):
+        for impl in ("ptp", "mq"):
+            assert re.search(r"^\s+%s\s+%s\s+%s\s+%s\s+%s\s+" % (size, impl, NUM, NUM, NUM), out, re.M), out
+        assert re.search(r"^\s+(met|MISSED)\s+bcast %s mean <= 1.00x ptp \(3 ranks\)\s+mq\s+" % size,
+                         out, re.M), out
+    rows, text = read_csv(path)
+    by = {(r["impl"], r["metric"]): float(r["value"]) for r in rows}
+    for impl in ("ptp", "mq"):
+        for size in ("0", "8K", "100000"):
+            assert by[(impl, "bcast_latency_" + size)] > 0, text
+            assert by[(impl, "bcast_latency_p50_" + size)] > 0, text
+            assert by[(impl, "bcast_latency_slowest_" + size)] >= by[(impl, "bcast_latency_" + size)] * 0.999, text
+            assert 0 <= by[(impl, "ibcast_overlap_" + size)] <= 100, text
+
+
+def test_bcast_bench_usage():
+    for args in ("bcast --sizes 32M", "bcast --sizes 8,x", "bcast --iters 0", "bcast --segment x", "bcast --bogus"):
+        rc, out = host("%s %s" % (BENCH, args))
+        assert rc == 2, (args, out)
+        assert "usage:" in out and "emunic-bench bcast --help" in out, (args, out)

@@ -5,6 +5,7 @@
  *
  *   emunic-run -n N emunic-bench barrier [OPTIONS]
  *   emunic-run -n N emunic-bench allreduce [OPTIONS]
+ *   emunic-run -n N emunic-bench bcast [OPTIONS]
  *   emunic-run -n 2 emunic-bench trig [OPTIONS]
  *   emunic-run -n 2 emunic-bench rndv [OPTIONS]
  *   emunic-run -n 2 emunic-bench p2p [OPTIONS]
@@ -27,6 +28,8 @@
  * one work slice, and the application thread's CPU time in post + wait.
  * allreduce: the offloaded allreduce against the host-progressed one
  * (baseline/ptp_allreduce.c): latency and OSU overlap (allreduce.c).
+ * bcast: the offloaded broadcast against the host-progressed one
+ * (baseline/ptp_bcast.c): latency and OSU overlap, root 0 (bcast.c).
  *
  * trig: a chain of triggered puts against the same chain driven by the app
  * thread: wall time and the app's CPU (trig.c).  rndv: chunked
@@ -156,6 +159,8 @@ static const struct subcmd subcmds[] = {
 	  bench_barrier_help, bench_barrier_main },
 	{ "allreduce", "offloaded allreduce (CALC) vs the ptp baseline: latency, OSU overlap",
 	  bench_allreduce_help, bench_allreduce_main },
+	{ "bcast", "offloaded bcast (binomial tree) vs the ptp baseline: latency, OSU overlap",
+	  bench_bcast_help, bench_bcast_main },
 	{ "trig", "a chain of triggered puts vs the same chain driven by the app: time, app CPU",
 	  bench_trig_help, bench_trig_main },
 	{ "rndv", "chunked rendezvous vs one get a message: throughput by size, slow receiver",
