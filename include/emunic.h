@@ -63,6 +63,12 @@ struct emunic_dev_attr {
 					 * (0: $EMUNIC_SINK_MBPS, else unthrottled) */
 	const char *faults;		/* fault spec (emunic/fault.h); NULL: $EMUNIC_FAULTS.
 					 * A malformed one fails the open with -EINVAL. */
+	unsigned list_tasks;		/* the longest task list emunic_mq_post takes, as an
+					 * HCA bounds what one post may carry (0:
+					 * $EMUNIC_LIST_TASKS, else 1024; at most the command
+					 * ring's entries); a longer list is -E2BIG.  Engines
+					 * read it (emunic_dev_list_tasks) to split their work,
+					 * and tests lower it to make them. */
 };
 void emunic_dev_attr_init(struct emunic_dev_attr *a);
 
@@ -77,6 +83,8 @@ int emunic_dev_rank(const struct emunic_dev *dev);
 int emunic_dev_size(const struct emunic_dev *dev);
 const char *emunic_dev_name(const struct emunic_dev *dev);
 enum emunic_idle emunic_dev_idle(const struct emunic_dev *dev);
+/* The longest task list the device's MQs take (attr.list_tasks, resolved). */
+unsigned emunic_dev_list_tasks(const struct emunic_dev *dev);
 
 /*
  * What the engine did, for benchmarks and diagnosis: who ran its passes,

@@ -83,3 +83,12 @@ def test_clean_under_asan_and_ubsan(rxe):
 @pytest.mark.parametrize("n", [2, 5, 8])
 def test_the_host_progressed_baseline_is_right_too(rxe, n):
     bcast(rxe, n, "ptp-all")
+
+
+def test_a_list_longer_than_the_device_takes_is_named(rxe):
+    """A bcast object whose lists could be longer than the device's task-list
+    limit is refused at create, with the numbers and the way out."""
+    rc, out = rxe.run("EMUNIC_LIST_TASKS=16 %s -n 2 -t 60 %s/emunic-bcast sizes" % (RUN, BIN), timeout=90)
+    assert rc != 0, out
+    assert "bcast: a list may need 224 tasks, more than the device's limit of 16" in out, out
+    assert "raise attr.segment or lower max_bytes" in out and "Argument list too long" in out, out

@@ -21,6 +21,29 @@ CHECKS = {
 }
 
 
+def test_list_longer_than_the_limit_is_refused_whole(rxe):
+    """A list longer than the device's list_tasks (here EMUNIC_LIST_TASKS=4)
+    is -E2BIG with a line that says why, and none of it is posted."""
+    rc, out = rxe.run("EMUNIC_LIST_TASKS=4 %s/emunic-run -n 2 -t 60 %s/emunic-mqtest list_limit" % (BIN, BIN),
+                      timeout=90)
+    assert rc == 0, out
+    assert "emunic-mqtest: list_limit: PASS" in out, out
+    assert "a task list of 5 tasks is longer than the device's limit of 4" in out, out
+
+
+@pytest.mark.parametrize("value,why", [
+    ("abc", "EMUNIC_LIST_TASKS='abc' is not a task count from 1 to 4096"),
+    ("0", "EMUNIC_LIST_TASKS='0' is not a task count from 1 to 4096"),
+    ("-3", "EMUNIC_LIST_TASKS='-3' is not a task count from 1 to 4096"),
+    ("5000", "a task-list limit of 5000 is more than the command ring's 4096 entries"),
+])
+def test_a_bad_list_limit_fails_the_open_by_name(rxe, value, why):
+    rc, out = rxe.run("EMUNIC_LIST_TASKS=%s %s/emunic-run -n 2 -t 60 %s/emunic-mqtest held" % (value, BIN, BIN),
+                      timeout=90)
+    assert rc != 0, out
+    assert why in out and "emunic_dev_open: Invalid argument" in out, out
+
+
 @pytest.mark.parametrize("check", sorted(CHECKS))
 def test_mq_rule(rxe, check):
     rc, out = rxe.run("%s/emunic-run -n 2 -t 60 %s/emunic-mqtest %s" % (BIN, BIN, check), timeout=90)

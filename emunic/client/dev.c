@@ -33,6 +33,33 @@ static int env_int(const char *name, int dflt)
 	return s && *s ? atoi(s) : dflt;
 }
 
+/* attr.list_tasks, else $EMUNIC_LIST_TASKS, else 1024; never more than the
+ * ring holds (a list is published into the ring at once). */
+static int pick_list_tasks(struct emunic_dev *d)
+{
+	const char *s = getenv("EMUNIC_LIST_TASKS");
+	unsigned v = d->attr.list_tasks;
+	char *end;
+
+	if (!v && s && *s) {
+		unsigned long x;
+
+		errno = 0;
+		x = strtoul(s, &end, 10);
+		if (errno || *end || *s == '-' || x == 0 || x > UINT32_MAX)
+			return emunic_err(-EINVAL, "EMUNIC_LIST_TASKS='%s' is not a task count from 1 to %u", s,
+					  d->attr.ring_entries);
+		v = (unsigned)x;
+	}
+	if (!v)
+		v = d->attr.ring_entries < 1024 ? d->attr.ring_entries : 1024;
+	if (v > d->attr.ring_entries)
+		return emunic_err(-EINVAL, "a task-list limit of %u is more than the command ring's %u entries "
+				  "(attr.ring_entries)", v, d->attr.ring_entries);
+	d->attr.list_tasks = v;
+	return 0;
+}
+
 /* EMUNIC_CPU is one CPU or a comma list; local rank i takes the i-th
  * (cycling), so ranks on one node pin their cores apart.  Without it the
  * core is pinned only where a CPU is free for it: with at least two CPUs a
@@ -152,9 +179,15 @@ int emunic_dev_open(struct emunic_boot *boot, const struct emunic_dev_attr *attr
 	d->idle = pick_idle(d->attr.idle);
 	if (!d->attr.sink_mbps)
 		d->attr.sink_mbps = (unsigned)env_int("EMUNIC_SINK_MBPS", 0);
+	if (!d->attr.ring_entries)
+		d->attr.ring_entries = 4096;
+	r = pick_list_tasks(d);
+	if (r) {
+		dev_free(d);
+		return r;
+	}
 	d->qp_seq = calloc((size_t)d->size, sizeof(int));
-	if (!d->qp_seq || emunic_ring_init(&d->cmd, d->attr.ring_entries ? d->attr.ring_entries : 4096,
-					   sizeof(struct nic_cmd))) {
+	if (!d->qp_seq || emunic_ring_init(&d->cmd, d->attr.ring_entries, sizeof(struct nic_cmd))) {
 		dev_free(d);
 		return -ENOMEM;
 	}
@@ -204,6 +237,7 @@ int emunic_dev_rank(const struct emunic_dev *d) { return d->rank; }
 int emunic_dev_size(const struct emunic_dev *d) { return d->size; }
 const char *emunic_dev_name(const struct emunic_dev *d) { return d->v->name; }
 enum emunic_idle emunic_dev_idle(const struct emunic_dev *d) { return d->idle; }
+unsigned emunic_dev_list_tasks(const struct emunic_dev *d) { return d->attr.list_tasks; }
 
 int emunic_dev_stats(struct emunic_dev *d, struct emunic_dev_stats *out)
 {

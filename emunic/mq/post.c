@@ -267,6 +267,10 @@ int emunic_mq_post(struct emunic_mq *mq, const struct emunic_task *tasks, unsign
 	if (!tasks || n == 0)
 		return emunic_err(-EINVAL, "mq %p: empty task list; nothing was posted", (void *)mq);
 	d = mq->o.dev;
+	if (n > d->attr.list_tasks)
+		return emunic_err(-E2BIG, "mq %p: a task list of %u tasks is longer than the device's limit of %u "
+				  "(attr.list_tasks, EMUNIC_LIST_TASKS); nothing was posted", (void *)mq, n,
+				  d->attr.list_tasks);
 	if (n > POST_STACK && !(sh = malloc((n + 1) * sizeof(*sh))))
 		return -ENOMEM;
 	pthread_mutex_lock(&d->post_lock);

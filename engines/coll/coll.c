@@ -194,6 +194,11 @@ int emunic_coll_create(struct emunic_dev *dev, const struct emunic_coll_attr *a,
 	c->alg = algs[c->attr.kind];
 	c->peer = calloc((size_t)c->size, sizeof(*c->peer));
 	r = c->peer ? c->alg->setup(c) : -ENOMEM;
+	if (!r && c->ntask > emunic_dev_list_tasks(dev))
+		r = coll_err(c, -E2BIG, "%s: a list may need %u tasks, more than the device's limit of %u "
+			     "(attr.list_tasks, EMUNIC_LIST_TASKS)%s", c->alg->name, c->ntask,
+			     emunic_dev_list_tasks(dev),
+			     c->attr.kind == EMUNIC_COLL_BCAST ? ": raise attr.segment or lower max_bytes" : "");
 	if (!r && c->size > 1)
 		r = setup_queues(c);
 	if (r)

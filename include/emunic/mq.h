@@ -22,7 +22,11 @@
  *    queue.  A task flagged SIGNAL puts one completion on the MQ.
  *  - SEND_EN/RECV_EN on a QP not created MANAGED_SEND/MANAGED_RECV, a WAIT on
  *    a CQ of another device or a destroyed CQ, an unknown opcode or an empty
- *    list: -EINVAL at post time, and nothing of the list is posted.
+ *    list: -EINVAL at post time, and nothing of the list is posted.  A list
+ *    longer than the device's limit (emunic_dev_list_tasks: attr.list_tasks,
+ *    $EMUNIC_LIST_TASKS, 1024 by default): -E2BIG, nothing posted; work
+ *    larger than that is split over several lists (as seed 001 split its
+ *    alltoall).
  *  - Counts are in work requests.  Every data task produces one completion on
  *    its QP's send or receive CQ, failed ones included.
  *  - Failures are never hidden: once a CQ has produced a failed completion,

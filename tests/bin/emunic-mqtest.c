@@ -463,12 +463,55 @@ static void t_invalid(void)
 	sync_ranks();
 }
 
+/* Run with EMUNIC_LIST_TASKS=4: a list of five is -E2BIG and posts nothing
+ * (not even its first sends); lists of four go through and the MQ, QP and
+ * CQs work on. */
+static void t_list_limit(void)
+{
+	struct emunic_task l[5];
+	struct emunic_wc wc;
+
+	CHECK(emunic_dev_list_tasks(T->dev) == 4, "the device's list limit is %u, not 4 (EMUNIC_LIST_TASKS)",
+	      emunic_dev_list_tasks(T->dev));
+	setup(T->rank == 0 ? EMUNIC_QP_MANAGED_SEND : 0, 7);
+	if (T->rank == 1) {
+		for (unsigned i = 0; i < 4; i++)
+			l[i] = data(EMUNIC_TASK_RECV, i);
+		post(l, 4);
+	}
+	sync_ranks();
+	if (T->rank == 0) {
+		for (unsigned i = 0; i < 4; i++)
+			l[i] = data(EMUNIC_TASK_SEND, i);
+		l[4] = ctl(EMUNIC_TASK_SEND_EN, 0, EMUNIC_TASK_SIGNAL);
+		CHECK(emunic_mq_post(T->mq, l, 5) == -E2BIG, "a list of 5 tasks was not -E2BIG under a limit of 4");
+		/* Nothing of it was posted: a SEND_EN(1) now has nothing to
+		 * release (-EINVAL), which it would if the sends had gone in. */
+		l[0] = ctl(EMUNIC_TASK_SEND_EN, 1, 0);
+		CHECK(emunic_mq_post(T->mq, l, 1) == -EINVAL, "the refused list's sends were posted");
+		for (unsigned i = 0; i < 3; i++)
+			l[i] = data(EMUNIC_TASK_SEND, i);
+		l[3] = ctl(EMUNIC_TASK_SEND_EN, 0, EMUNIC_TASK_SIGNAL);
+		post(l, 4);
+		CHECK(emunic_mq_wait(T->mq, &wc, 5000) == 0 && wc.status == 0, "a list of 4 did not complete");
+	}
+	if (T->rank == 1) {
+		CHECK(await(T->rcq, 3) == 3, "3 sends expected after the refused list, %llu arrived",
+		      (unsigned long long)emunic_cq_count(T->rcq));
+		ms(200);
+		CHECK(emunic_cq_count(T->rcq) == 3, "%llu arrived: the refused list's sends went out",
+		      (unsigned long long)emunic_cq_count(T->rcq));
+	}
+	sync_ranks();
+}
+
 static const struct { const char *name; void (*fn)(void); } checks[] = {
 	{ "held", t_held }, { "enable_n", t_enable_n }, { "enable_too_many", t_enable_too_many },
 	{ "wait_nth", t_wait_nth }, { "wait_base", t_wait_base }, { "consumed", t_consumed },
 	{ "consumed_after", t_consumed_after },
 	{ "signal_once", t_signal_once }, { "no_interleave", t_no_interleave }, { "rnr", t_rnr },
 	{ "wait_error", t_wait_error }, { "close_inflight", t_close_inflight }, { "invalid", t_invalid },
+	{ "list_limit", t_list_limit },
 };
 
 int main(int argc, char **argv)
@@ -490,7 +533,11 @@ int main(int argc, char **argv)
 	CHECK(!emunic_boot_init(&t.boot), "bootstrap");
 	t.rank = emunic_boot_rank(t.boot);
 	CHECK(emunic_boot_size(t.boot) == 2, "needs exactly 2 ranks");
-	CHECK(!emunic_dev_open(t.boot, NULL, &t.dev), "emunic_dev_open");
+	{
+		int r = emunic_dev_open(t.boot, NULL, &t.dev);
+
+		CHECK(!r, "emunic_dev_open: %s", strerror(-r));
+	}
 	t.buf = aligned_alloc(4096, 1 << 20);
 	memset(t.buf, 0, 1 << 20);
 	CHECK(!emunic_mr_reg(t.dev, t.buf, 1 << 20, &t.mr), "mr_reg");
