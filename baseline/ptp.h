@@ -121,4 +121,27 @@ int emunic_ptp_bc_test(struct emunic_ptp_bc_req *req);
 /* Progresses until done or timeout_ms; frees req whatever the result. */
 int emunic_ptp_bc_wait(struct emunic_ptp_bc_req *req, int timeout_ms);
 
+/*
+ * The host-progressed all-to-all (baseline/ptp_alltoall.c): the offloaded
+ * alltoall's pairwise exchange (emunic/coll.h) over its own full mesh, run by
+ * the application thread: step s + 1's sends go out only when one of its
+ * calls polls and sees step s's block from rank - s arrived.  max_block: the
+ * largest block (0: 64 KiB); segment: bytes per segment (0: 32 KiB, raised
+ * and rounded as the offload's is); timeout_ms and spin_us as for the
+ * allreduce.  sbuf is copied when it starts; rbuf holds the data once the
+ * request completes.  At most three in flight.
+ */
+struct emunic_ptp_a2a;
+struct emunic_ptp_a2a_req;
+int emunic_ptp_a2a_create(struct emunic_boot *boot, size_t max_block, size_t segment, int timeout_ms, int spin_us,
+			  struct emunic_ptp_a2a **out);
+int emunic_ptp_a2a_destroy(struct emunic_ptp_a2a *p);
+int emunic_ptp_alltoall(struct emunic_ptp_a2a *p, const void *sbuf, void *rbuf, size_t block);
+int emunic_ptp_ialltoall(struct emunic_ptp_a2a *p, const void *sbuf, void *rbuf, size_t block,
+			 struct emunic_ptp_a2a_req **req);
+/* Progresses once: 1 done, 0 not yet, < 0 failed; req stays valid. */
+int emunic_ptp_a2a_test(struct emunic_ptp_a2a_req *req);
+/* Progresses until done or timeout_ms; frees req whatever the result. */
+int emunic_ptp_a2a_wait(struct emunic_ptp_a2a_req *req, int timeout_ms);
+
 #endif

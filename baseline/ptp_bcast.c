@@ -451,20 +451,13 @@ int emunic_ptp_bc_wait(struct emunic_ptp_bc_req *req, int timeout_ms)
 
 /* The segment: as the offload's (ptp.h), and never more than a message
  * needs (a larger one cuts nothing more, it only makes the rings larger). */
+/* The segment and the ring: the offload's own rules (engines/coll/schedule.h). */
 static void set_sizes(struct emunic_ptp_bc *p, size_t max_bytes, size_t segment)
 {
-	size_t floor;
-
 	p->limit = max_bytes ? max_bytes : PTPB_DEFAULT_MAX;
-	p->max = (p->limit + 63) & ~(size_t)63;
-	p->seg = segment ? segment : PTPB_DEFAULT_SEG;
-	floor = (p->limit + PTPB_MAX_SEGS - 1) / PTPB_MAX_SEGS;
-	if (floor > p->seg)
-		p->seg = floor;
-	p->seg = (p->seg + 63) & ~(size_t)63;
-	if (p->seg > p->max)
-		p->seg = p->max;
-	p->ring = PTPB_INFLIGHT * (uint32_t)((p->limit + p->seg - 1) / p->seg) + 2;
+	p->max = coll_round64(p->limit);
+	p->seg = coll_seg_bytes(segment, PTPB_DEFAULT_SEG, p->limit, PTPB_MAX_SEGS);
+	p->ring = PTPB_INFLIGHT * coll_nseg(p->seg, p->limit) + 2;
 }
 
 static int setup(struct emunic_ptp_bc *p)

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from conftest import BIN, SANBIN
+from conftest import BIN, SANBIN, host
 
 RUN = BIN + "/emunic-run"
 
@@ -38,7 +38,7 @@ def test_sizes_roots_and_three_in_flight(rxe, n):
     bcast(rxe, n, "all")
 
 
-@pytest.mark.parametrize("n", [4, 7])
+@pytest.mark.parametrize("n", [3, 4, 7])
 def test_a_late_rank_and_the_root_reusing_its_buffer(rxe, n):
     out = bcast(rxe, n, "late")
     assert "emunic-bcast: late: rank %d late" % (n - 1) in out, out
@@ -67,6 +67,11 @@ def test_a_fault_fails_every_rank_with_a_named_error(rxe, spec):
         assert why in ("Input/output error", "Connection timed out"), out
     # The failure itself is named: rank, peer, QP, opcode and status.
     assert re.search(r"emunic: rank \d: peer \d qp \d+: (SEND|RECV) \((wr_id \d+|arrival)\) failed: ", out), out
+    if spec.startswith("rnr"):
+        # Rank 1 takes no data: whoever waits for its data, or it for its
+        # parent's, times out naming the parent and how far it got.
+        assert re.search(r"coll: bcast \d+ not complete after 2000 ms( \(queued behind bcast \d+\))?; "
+                         r"data missing from peer \d+ \(segments \d+ of \d+\)", out), out
     if spec.startswith("wc"):
         # Bcasts 1 and 2 succeed everywhere (and were checked); rank 0's
         # failed send is in bcast 3, reported by it or the next one.
@@ -92,3 +97,11 @@ def test_a_list_longer_than_the_device_takes_is_named(rxe):
     assert rc != 0, out
     assert "bcast: a list may need 224 tasks, more than the device's limit of 16" in out, out
     assert "raise attr.segment or lower max_bytes" in out and "Argument list too long" in out, out
+
+
+def test_the_binomial_tree_by_its_properties():
+    """schedule.c's tree for every size 1-64 and root (host only): one
+    parent each, listed by it, every rank reached within ceil(log2 size)
+    levels, children in decreasing distance, every pair coll_bin_paired."""
+    rc, out = host("%s/emunic-schedtest bintree" % BIN)
+    assert rc == 0 and "emunic-schedtest: bintree: PASS" in out, out

@@ -12,22 +12,19 @@
  * is still on its way: the tree's levels work at once (the pipeline).
  *
  * Where data lands: a bcast's size and root are known only when it is
- * posted, but a fast parent's data can come before that, so receives cannot
- * be tied to a bcast.  Instead each peer that can be this rank's parent (a
- * power of two away) has a ring of nring segment-sized entries, and the
- * k-th message from that peer lands in entry k % nring.  Every rank calls
- * the same bcasts in the same order, so each knows which messages from its
- * parent are which bcast's (struct bc_ring's used).  An entry's receive is
- * posted again (by the next list posted) once the bcast that read it
- * completed (its data copied to the caller's buffer) and the forwards from
- * it completed.  A ring holds three of the largest messages (as many as
- * may be in flight): a parent that runs further ahead meets RNR and retries
- * until this rank posts.
+ * posted, but a fast parent's data can come before that, so it lands in
+ * ring.h's landing rings, one per peer that can be this rank's parent (a
+ * power of two away).  An entry's receive is posted again (by the next list
+ * posted) once the bcast that read it completed (its data copied to the
+ * caller's buffer) and the forwards from it completed.  A ring holds three
+ * of the largest messages (as many as may be in flight): a parent that runs
+ * further ahead meets RNR and retries until this rank posts.
  *
  * The root copies its buffer into one of BC_SLOTS slots when it posts; a
  * slot is reused once its sends completed.  At most BC_INFLIGHT in flight.
  */
 #include "engines/coll/coll_int.h"
+#include "engines/coll/ring.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -51,46 +48,32 @@ struct bc_slot {
 	uint64_t sends_posted, sends_done;
 };
 
-/* The messages from one peer that can be this rank's parent. */
-struct bc_ring {
-	unsigned char *mem;		/* nring entries of seg bytes */
-	uint64_t posted;		/* receives posted: entries 0 .. posted - 1 */
-	uint64_t used;			/* messages given to bcasts posted so far */
-	uint64_t freed;			/* messages read: their entries are free */
-};
-
 struct coll_bc {
 	size_t limit;			/* max_bytes */
 	size_t seg;			/* bytes per segment */
-	unsigned mseg, nring;		/* segments of the largest bcast; entries per ring */
+	unsigned mseg;			/* segments of the largest bcast */
 	unsigned char *mem;		/* the root's slots, then the rings */
 	size_t mem_bytes;
 	struct emunic_mr *mr;
-	struct bc_ring *ring;		/* by rank; mem NULL: never a parent */
-	uint64_t *posted;		/* scratch: each ring's receives once a list is posted */
+	struct coll_rings rs;		/* by rank; mem NULL: never a parent */
 	uint64_t reclaimed;		/* bcasts whose entries were given back */
 	struct bc_slot slot[BC_SLOTS];
 	int child[BC_MAX_CHILD];	/* scratch: one bcast's children */
 };
 
-static size_t round64(size_t n)
-{
-	return (n + 63) & ~(size_t)63;
-}
-
 static unsigned char *slot_mem(const struct coll_bc *bc, uint64_t seq)
 {
-	return bc->mem + (seq % BC_SLOTS) * round64(bc->limit);
+	return bc->mem + (seq % BC_SLOTS) * coll_round64(bc->limit);
 }
 
 static unsigned char *entry(const struct coll_bc *bc, int peer, uint64_t k)
 {
-	return bc->ring[peer].mem + (k % bc->nring) * bc->seg;
+	return coll_ring_entry(&bc->rs, peer, k);
 }
 
 static unsigned nseg_of(const struct coll_bc *bc, size_t bytes)
 {
-	return bytes ? (unsigned)((bytes + bc->seg - 1) / bc->seg) : 1;
+	return coll_nseg(bc->seg, bytes);
 }
 
 static int ceil_log2(int n)
@@ -102,63 +85,45 @@ static int ceil_log2(int n)
 	return k;
 }
 
-/* Sizes: the segment grows so that the largest bcast has at most
- * BC_MAX_SEGS; a ring holds BC_INFLIGHT of them (all in flight from one
- * parent) and a spare. */
-static void size_rings(struct emunic_coll *c, struct coll_bc *bc)
+static int bc_alloc(struct emunic_coll *c, struct coll_bc *bc)
 {
-	size_t seg = c->attr.segment ? c->attr.segment : BC_DEFAULT_SEG;
-	size_t floor = (bc->limit + BC_MAX_SEGS - 1) / BC_MAX_SEGS;
-
-	bc->seg = round64(seg > floor ? seg : floor);
-	if (bc->seg > round64(bc->limit))	/* no segment larger than a message */
-		bc->seg = round64(bc->limit);
-	bc->mseg = nseg_of(bc, bc->limit);
-	bc->nring = BC_INFLIGHT * bc->mseg + 2;
-}
-
-static int bc_alloc(struct emunic_coll *c, struct coll_bc *bc, int nparent)
-{
-	size_t rings = (size_t)nparent * bc->nring * bc->seg;
-	unsigned char *p;
+	size_t slots = BC_SLOTS * coll_round64(bc->limit);
 	int r;
 
-	bc->mem_bytes = BC_SLOTS * round64(bc->limit) + rings;
+	bc->mem_bytes = slots + coll_rings_bytes(&bc->rs, c);
 	bc->mem = aligned_alloc(4096, (bc->mem_bytes + 4095) & ~(size_t)4095);
 	if (!bc->mem)
 		return coll_err(c, -ENOMEM, "bcast: no memory for %zu bytes of buffers (max_bytes %zu)",
 				bc->mem_bytes, bc->limit);
 	memset(bc->mem, 0, bc->mem_bytes);
-	p = bc->mem + BC_SLOTS * round64(bc->limit);
-	for (int q = 0; q < c->size; q++)
-		if (c->peer[q].partner) {
-			bc->ring[q].mem = p;
-			p += (size_t)bc->nring * bc->seg;
-		}
 	r = emunic_mr_reg(c->dev, bc->mem, bc->mem_bytes, &bc->mr);
-	return r ? coll_err(c, r, "bcast: registering %zu bytes of buffers failed (%d)", bc->mem_bytes, r) : 0;
+	if (r)
+		return coll_err(c, r, "bcast: registering %zu bytes of buffers failed (%d)", bc->mem_bytes, r);
+	coll_rings_place(&bc->rs, c, bc->mem + slots, bc->mr);
+	return 0;
 }
 
 static int bc_setup(struct emunic_coll *c)
 {
 	struct coll_bc *bc;
-	int nparent = 0, fanout = ceil_log2(c->size);
+	int fanout = ceil_log2(c->size), r;
 
 	c->bc = bc = calloc(1, sizeof(*bc));
 	if (!bc)
 		return -ENOMEM;
-	bc->ring = calloc((size_t)c->size, sizeof(*bc->ring));
-	bc->posted = calloc((size_t)c->size, sizeof(*bc->posted));
-	if (!bc->ring || !bc->posted)
-		return -ENOMEM;
 	/* Every pair some root's tree uses: what a sparse object connects. */
 	for (int q = 0; q < c->size; q++)
-		if (q != c->rank && coll_bin_paired(c->rank, q, c->size)) {
+		if (q != c->rank && coll_bin_paired(c->rank, q, c->size))
 			c->peer[q].partner = true;
-			nparent++;
-		}
 	bc->limit = c->attr.max_bytes ? c->attr.max_bytes : BC_DEFAULT_MAX;
-	size_rings(c, bc);
+	/* The segment grows so that the largest bcast has at most
+	 * BC_MAX_SEGS; a ring holds BC_INFLIGHT of them (all in flight from
+	 * one parent) and a spare. */
+	bc->seg = coll_seg_bytes(c->attr.segment, BC_DEFAULT_SEG, bc->limit, BC_MAX_SEGS);
+	bc->mseg = nseg_of(bc, bc->limit);
+	r = coll_rings_init(&bc->rs, c, bc->seg, BC_INFLIGHT * bc->mseg + 2);
+	if (r)
+		return r;
 	/* A list: the receives given back (at most what BC_SLOTS bcasts
 	 * used), then per segment a WAIT and a SEND + SEND_EN per child. */
 	c->ntask = BC_SLOTS * bc->mseg + bc->mseg * (1 + 2 * (unsigned)fanout);
@@ -167,37 +132,12 @@ static int bc_setup(struct emunic_coll *c)
 	c->task = calloc(c->ntask, sizeof(*c->task));
 	if (!c->task)
 		return -ENOMEM;
-	return c->size > 1 ? bc_alloc(c, bc, nparent) : 0;
+	return c->size > 1 ? bc_alloc(c, bc) : 0;
 }
 
 static struct emunic_task *add(struct emunic_coll *c, unsigned *n, int op, int peer, uint64_t seq)
 {
-	struct emunic_task *t = &c->task[(*n)++];
-
-	*t = (struct emunic_task){ .op = op, .wr_id = coll_wr_id(seq, peer), .qp = c->peer[peer].qp,
-				   .mr = c->bc->mr };
-	return t;
-}
-
-/* Receives into every free entry, up to a full ring per parent; posted[]
- * gets each ring's new count (applied once the list is posted). */
-static void add_recvs(struct emunic_coll *c, unsigned *n, uint64_t seq, uint64_t *posted)
-{
-	struct coll_bc *bc = c->bc;
-
-	for (int q = 0; q < c->size; q++) {
-		struct bc_ring *rg = &bc->ring[q];
-
-		posted[q] = rg->posted;
-		if (!rg->mem)
-			continue;
-		for (; posted[q] < rg->freed + bc->nring; posted[q]++) {
-			struct emunic_task *t = add(c, n, EMUNIC_TASK_RECV, q, seq);
-
-			t->addr = entry(bc, q, posted[q]);
-			t->len = (uint32_t)bc->seg;
-		}
-	}
+	return coll_task_add(c, n, op, peer, seq, c->bc->mr);
 }
 
 /* Bcasts done, copied out and with their forwards complete give their
@@ -213,7 +153,7 @@ static void reclaim(struct emunic_coll *c)
 			if (sl->sends_done < sl->sends_posted)
 				return;
 			if (sl->parent >= 0)
-				bc->ring[sl->parent].freed += sl->nseg;
+				bc->rs.ring[sl->parent].freed += sl->nseg;
 		}
 		bc->reclaimed++;
 	}
@@ -290,12 +230,12 @@ static int bc_post(struct emunic_coll *c, const struct coll_args *a, uint64_t *s
 	reclaim(c);
 	nchild = coll_bin_tree(c->rank, c->size, a->root, &parent, bc->child);
 	next = (struct bc_slot){ .seq = s, .parent = parent, .nseg = nseg_of(bc, a->count), .buf = a->rbuf,
-				 .bytes = a->count, .first = parent >= 0 ? bc->ring[parent].used : 0 };
+				 .bytes = a->count, .first = parent >= 0 ? bc->rs.ring[parent].used : 0 };
 	/* Room: this slot's last bcast given back, its segments' entries free. */
 	if (c->posted - c->done >= BC_INFLIGHT || (s > BC_SLOTS && bc->reclaimed < s - BC_SLOTS) ||
-	    (parent >= 0 && next.first + next.nseg > bc->ring[parent].freed + bc->nring))
+	    (parent >= 0 && next.first + next.nseg > bc->rs.ring[parent].freed + bc->rs.nring))
 		return -ENOSPC;
-	add_recvs(c, &n, s, bc->posted);
+	coll_rings_add_recvs(c, &bc->rs, &n, s);
 	if (parent < 0 && a->count)
 		memcpy(slot_mem(bc, s), a->sbuf, a->count);
 	build_list(c, &n, &next, slot_mem(bc, s), nchild, &nsends);
@@ -305,10 +245,9 @@ static int bc_post(struct emunic_coll *c, const struct coll_args *a, uint64_t *s
 		return r;
 	if (r)
 		return coll_err(c, r, "bcast %llu: posting its %u-task list failed (%d)", (unsigned long long)s, n, r);
-	for (int q = 0; q < c->size; q++)
-		bc->ring[q].posted = bc->posted[q];
+	coll_rings_commit(&bc->rs, c->size);
 	if (parent >= 0)
-		bc->ring[parent].used += next.nseg;
+		bc->rs.ring[parent].used += next.nseg;
 	next.sends_posted = nsends;
 	bc->slot[s % BC_SLOTS] = next;
 	c->posted = s;
@@ -320,26 +259,7 @@ static int bc_post(struct emunic_coll *c, const struct coll_args *a, uint64_t *s
 /* Every entry of every ring gets its receive, before anything is posted. */
 static int bc_prepost(struct emunic_coll *c)
 {
-	struct coll_bc *bc = c->bc;
-	int r = 0;
-
-	for (int q = 0; !r && q < c->size; q++) {
-		unsigned n = 0;
-
-		if (!bc->ring[q].mem)
-			continue;
-		for (uint64_t k = 0; k < bc->nring; k++) {
-			struct emunic_task *t = add(c, &n, EMUNIC_TASK_RECV, q, 0);
-
-			t->addr = entry(bc, q, k);
-			t->len = (uint32_t)bc->seg;
-		}
-		r = emunic_mq_post(c->mq, c->task, n);
-		if (r)
-			return coll_err(c, r, "bcast: posting the %u receives of peer %d failed (%d)", n, q, r);
-		bc->ring[q].posted = bc->nring;
-	}
-	return 0;
+	return coll_rings_prepost(c, &c->bc->rs, "bcast");
 }
 
 /* A non-root's data: the segments from its parent's ring, into buf. */
@@ -388,8 +308,7 @@ static void bc_fini(struct emunic_coll *c)
 	if (c->bc->mr)
 		emunic_mr_dereg(c->bc->mr);
 	free(c->bc->mem);
-	free(c->bc->ring);
-	free(c->bc->posted);
+	coll_rings_fini(&c->bc->rs);
 	free(c->bc);
 	c->bc = NULL;
 }

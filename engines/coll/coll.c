@@ -58,6 +58,7 @@ static const struct coll_alg *const algs[] = {
 	[EMUNIC_COLL_BARRIER] = &coll_barrier_alg,
 	[EMUNIC_COLL_ALLREDUCE] = &coll_allreduce_alg,
 	[EMUNIC_COLL_BCAST] = &coll_bcast_alg,
+	[EMUNIC_COLL_ALLTOALL] = &coll_alltoall_alg,
 };
 
 static int create_peer(struct emunic_coll *c, int p)
@@ -142,7 +143,8 @@ static int check_attr(const struct emunic_coll_attr *a)
 		return -EINVAL;
 	if (a->conn != EMUNIC_COLL_DENSE && a->conn != EMUNIC_COLL_SPARSE)
 		return -EINVAL;
-	if (a->kind != EMUNIC_COLL_BARRIER && a->kind != EMUNIC_COLL_ALLREDUCE && a->kind != EMUNIC_COLL_BCAST)
+	if (a->kind != EMUNIC_COLL_BARRIER && a->kind != EMUNIC_COLL_ALLREDUCE && a->kind != EMUNIC_COLL_BCAST &&
+	    a->kind != EMUNIC_COLL_ALLTOALL)
 		return -EINVAL;
 	if (a->max_bytes > COLL_MAX_BYTES || a->segment > COLL_MAX_BYTES)	/* a receive's length is 32-bit */
 		return -EINVAL;
@@ -194,7 +196,7 @@ int emunic_coll_create(struct emunic_dev *dev, const struct emunic_coll_attr *a,
 	c->alg = algs[c->attr.kind];
 	c->peer = calloc((size_t)c->size, sizeof(*c->peer));
 	r = c->peer ? c->alg->setup(c) : -ENOMEM;
-	if (!r && c->ntask > emunic_dev_list_tasks(dev))
+	if (!r && !c->alg->splits && c->ntask > emunic_dev_list_tasks(dev))
 		r = coll_err(c, -E2BIG, "%s: a list may need %u tasks, more than the device's limit of %u "
 			     "(attr.list_tasks, EMUNIC_LIST_TASKS)%s", c->alg->name, c->ntask,
 			     emunic_dev_list_tasks(dev),

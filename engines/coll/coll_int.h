@@ -36,6 +36,7 @@ struct coll_peer {
 struct emunic_coll;
 struct coll_ar;
 struct coll_bc;
+struct coll_a2a;
 
 /* What one operation works on: request.c checks kind against the object's. */
 struct coll_args {
@@ -55,6 +56,9 @@ struct coll_args {
  */
 struct coll_alg {
 	const char *name;		/* in error lines: "barrier 7: ..." */
+	/* Its lists may be longer than the device's list limit: they are
+	 * posted split (coll_post_lists), not refused at create. */
+	bool splits;
 	/* At create, before any QP: c->step, c->nstep, the partners (which
 	 * sparse connections are made to), c->task and c->ntask; optionally
 	 * c->nsend and c->inflight (else from the steps, and 64). */
@@ -101,6 +105,7 @@ struct emunic_coll {
 	int nreq;			/* requests handed out, not yet waited */
 	struct coll_ar *ar;		/* allreduce.c's state */
 	struct coll_bc *bc;		/* bcast.c's state */
+	struct coll_a2a *a2a;		/* alltoall.c's state */
 };
 
 struct emunic_coll_req {
@@ -119,6 +124,13 @@ long long coll_now_ms(void);
 uint64_t coll_wr_id(uint64_t seq, int peer);
 /* "barrier", "allreduce", "bcast". */
 const char *coll_kind_str(enum emunic_coll_kind k);
+/* Posts c->task[0 .. n) of operation seq: one list, or consecutive lists of
+ * at most the device's limit where it is longer (seed 001's split; the MQ
+ * runs lists in the order posted, never interleaved, and one thread posts
+ * to a collective, so the effect is one list's).  -ENOSPC only when nothing
+ * was posted (retry); a later list waits for room within the bound, and if
+ * it still fails, seq and every later operation fail with -EIO. */
+int coll_post_lists(struct emunic_coll *c, unsigned n, uint64_t seq);
 /* The fence of struct coll_alg: a WAIT for every send posted so far. */
 int coll_send_fence(struct emunic_coll *c, uint64_t *seq);
 
@@ -128,6 +140,8 @@ extern const struct coll_alg coll_barrier_alg;
 extern const struct coll_alg coll_allreduce_alg;
 /* bcast.c: a binomial tree, pipelined in segments. */
 extern const struct coll_alg coll_bcast_alg;
+/* alltoall.c: pairwise exchange, split over lists where long. */
+extern const struct coll_alg coll_alltoall_alg;
 
 /* complete.c: reads what the progress core finished; never blocks. */
 int coll_progress(struct emunic_coll *c);

@@ -8,6 +8,7 @@
 #include "engines/coll/coll_int.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <time.h>
@@ -46,7 +47,43 @@ uint64_t coll_wr_id(uint64_t seq, int peer)
 const char *coll_kind_str(enum emunic_coll_kind k)
 {
 	return k == EMUNIC_COLL_BARRIER ? "barrier" : k == EMUNIC_COLL_ALLREDUCE ? "allreduce" :
-	       k == EMUNIC_COLL_BCAST ? "bcast" : "?";
+	       k == EMUNIC_COLL_BCAST ? "bcast" : k == EMUNIC_COLL_ALLTOALL ? "alltoall" : "?";
+}
+
+int coll_post_lists(struct emunic_coll *c, unsigned n, uint64_t seq)
+{
+	unsigned lim = emunic_dev_list_tasks(c->dev), at = 0;
+	long long deadline = 0;
+
+	while (at < n) {
+		unsigned k = n - at < lim ? n - at : lim;
+		int r = emunic_mq_post(c->mq, c->task + at, k);
+
+		if (r == -ENOSPC && at) {
+			/* Part of it runs already: the rest must follow.  The
+			 * ring drains as the engine runs, so wait for room. */
+			if (!deadline)
+				deadline = coll_now_ms() + coll_timeout(c);
+			if (coll_timeout(c) >= 0 && coll_now_ms() > deadline)
+				r = -EIO;
+			else {
+				sched_yield();
+				continue;
+			}
+		}
+		if (r && at) {
+			if (!c->err || seq < c->err_seq) {
+				c->err = -EIO;
+				c->err_seq = seq;
+			}
+			return coll_err(c, -EIO, "%s %llu: %u of its %u tasks were posted, the rest failed (%d): "
+					"it and every later one fail", c->alg->name, (unsigned long long)seq, at, n, r);
+		}
+		if (r)
+			return r;
+		at += k;
+	}
+	return 0;
 }
 
 /* Destroy's fence: completes once every send this rank posted completed

@@ -112,15 +112,20 @@ int coll_seq_status(const struct emunic_coll *c, uint64_t seq)
 	return seq <= c->done;
 }
 
-/* Names the partners whose signal for barrier seq has not arrived: each
- * partner signals exactly once a barrier, so its receive CQ count says. */
+/* Names the partners whose signal (or data) for operation seq has not
+ * arrived: each partner signals exactly once a barrier, so its receive CQ
+ * count says; algorithms with data name their own (alg->late).  Lists run
+ * in order, so one queued behind an unfinished one names that one's. */
 static int report_timeout(const struct emunic_coll *c, uint64_t seq, int timeout_ms)
 {
-	char late[256] = "";
+	uint64_t stuck = c->done + 1 < seq ? c->done + 1 : seq;
+	char late[256] = "", behind[64] = "";
 	size_t off = 0;
 
+	if (stuck != seq)
+		snprintf(behind, sizeof(behind), " (queued behind %s %llu)", c->alg->name, (unsigned long long)stuck);
 	if (c->alg->late)
-		off = (size_t)c->alg->late(c, seq, late, sizeof(late));
+		off = (size_t)c->alg->late(c, stuck, late, sizeof(late));
 	for (int i = 0; !c->alg->late && i < c->nstep; i++) {
 		int p = c->step[i].peer;
 		uint64_t got;
@@ -128,13 +133,13 @@ static int report_timeout(const struct emunic_coll *c, uint64_t seq, int timeout
 		if (!c->step[i].wait)
 			continue;
 		got = emunic_cq_count(c->peer[p].rcq);
-		if (got < seq && off < sizeof(late))
+		if (got < stuck && off < sizeof(late))
 			off += (size_t)snprintf(late + off, sizeof(late) - off, " %d (%llu of %llu)", p,
-						(unsigned long long)got, (unsigned long long)seq);
+						(unsigned long long)got, (unsigned long long)stuck);
 	}
-	return coll_err(c, -ETIMEDOUT, "%s %llu not complete after %d ms; signals missing from peer%s",
-			c->alg->name, (unsigned long long)seq, timeout_ms,
-			off ? late : "s: none (the progress core is behind)");
+	return coll_err(c, -ETIMEDOUT, "%s %llu not complete after %d ms%s; %s missing from peer%s",
+			c->alg->name, (unsigned long long)seq, timeout_ms, behind,
+			c->alg->late ? "data" : "signals", off ? late : "s: none (the progress core is behind)");
 }
 
 int coll_wait_seq(struct emunic_coll *c, uint64_t seq, int timeout_ms)

@@ -11,16 +11,19 @@
 #include <stdlib.h>
 #include <time.h>
 
-/* A full queue (ibarriers in flight, or other engines' lists ahead in the
- * command ring) only delays a blocking barrier: retry within the bound. */
 /* The one check that a call fits the object: each kind its own calls. */
 static int check_kind(struct emunic_coll *c, const struct coll_args *a)
 {
+	const char *k = coll_kind_str(a->kind);
+
 	if (a->kind == c->attr.kind)
 		return 0;
-	return coll_err(c, -EINVAL, "%s %llu: a %s call on a collective created for %s", coll_kind_str(a->kind),
-			(unsigned long long)c->posted + 1, coll_kind_str(a->kind), c->alg->name);
+	return coll_err(c, -EINVAL, "%s %s call on a collective created for %s", k[0] == 'a' ? "an" : "a", k,
+			c->alg->name);
 }
+
+/* A full queue (operations in flight, or other engines' lists ahead in the
+ * command ring) only delays a blocking call: retry within the bound. */
 
 static int post_blocking(struct emunic_coll *c, const struct coll_args *a, uint64_t *seq)
 {
@@ -36,7 +39,13 @@ static int post_blocking(struct emunic_coll *c, const struct coll_args *a, uint6
 		if (r != -ENOSPC)
 			return r;
 		if (coll_timeout(c) >= 0 && coll_now_ms() > deadline)
-			return coll_err(c, r, "%s: no room to post it for %d ms", c->alg->name, coll_timeout(c));
+			return c->done < c->posted ?
+			       coll_err(c, r, "%s %llu: no room to post it for %d ms: %s %llu, the oldest in "
+					"flight, is not complete", c->alg->name, (unsigned long long)c->posted + 1,
+					coll_timeout(c), c->alg->name, (unsigned long long)c->done + 1) :
+			       coll_err(c, r, "%s %llu: no room to post it for %d ms: the sends of earlier ones "
+					"have not completed", c->alg->name, (unsigned long long)c->posted + 1,
+					coll_timeout(c));
 		nanosleep(&nap, NULL);
 	}
 }
@@ -112,6 +121,21 @@ int emunic_ibcast(struct emunic_coll *c, void *buf, size_t bytes, int root, stru
 int emunic_bcast(struct emunic_coll *c, void *buf, size_t bytes, int root)
 {
 	struct coll_args a = { .kind = EMUNIC_COLL_BCAST, .sbuf = buf, .rbuf = buf, .count = bytes, .root = root };
+
+	return c ? post_wait(c, &a) : -EINVAL;
+}
+
+int emunic_ialltoall(struct emunic_coll *c, const void *sbuf, void *rbuf, size_t block,
+		     struct emunic_coll_req **out)
+{
+	struct coll_args a = { .kind = EMUNIC_COLL_ALLTOALL, .sbuf = sbuf, .rbuf = rbuf, .count = block };
+
+	return c && out ? post_req(c, &a, out) : -EINVAL;
+}
+
+int emunic_alltoall(struct emunic_coll *c, const void *sbuf, void *rbuf, size_t block)
+{
+	struct coll_args a = { .kind = EMUNIC_COLL_ALLTOALL, .sbuf = sbuf, .rbuf = rbuf, .count = block };
 
 	return c ? post_wait(c, &a) : -EINVAL;
 }

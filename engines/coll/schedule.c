@@ -87,3 +87,21 @@ bool coll_bin_paired(int a, int b, int size)
 {
 	return pow2((a - b + size) % size) || pow2((b - a + size) % size);
 }
+
+size_t coll_round64(size_t n)
+{
+	return (n + 63) & ~(size_t)63;
+}
+
+size_t coll_seg_bytes(size_t segment, size_t dflt, size_t limit, unsigned max_segs)
+{
+	size_t seg = segment ? segment : dflt, floor = (limit + max_segs - 1) / max_segs;
+
+	seg = coll_round64(seg > floor ? seg : floor);
+	return seg > coll_round64(limit) ? coll_round64(limit) : seg;	/* none larger than a message */
+}
+
+unsigned coll_nseg(size_t seg, size_t bytes)
+{
+	return bytes ? (unsigned)((bytes + seg - 1) / seg) : 1;
+}

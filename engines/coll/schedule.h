@@ -11,6 +11,7 @@
 #define EMUNIC_COLL_SCHEDULE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* One step of a rank's barrier: signal peer, then (or only) wait for it. */
 struct coll_step {
@@ -39,5 +40,14 @@ int coll_rd_pow2(int size);
  */
 int coll_bin_tree(int rank, int size, int root, int *parent, int *child);
 bool coll_bin_paired(int a, int b, int size);
+
+/* The segment of a pipelined collective (bcast, alltoall), offloaded and
+ * host-progressed alike: segment (0: dflt), raised so that a message of
+ * limit bytes has at most max_segs, rounded up to 64 bytes, at most limit
+ * so rounded. */
+size_t coll_seg_bytes(size_t segment, size_t dflt, size_t limit, unsigned max_segs);
+/* Segments of a message of bytes (1 for 0 bytes: an empty message). */
+unsigned coll_nseg(size_t seg, size_t bytes);
+size_t coll_round64(size_t n);
 
 #endif

@@ -16,7 +16,8 @@
  * first signals r - N and is released by it afterwards (seed 003, tables
  * I-IV).  Allreduce: the same schedule carrying data, reduced by CALC tasks
  * (below).  Bcast: a binomial tree rooted at each call's root, pipelined in
- * segments (below).
+ * segments.  Alltoall: pairwise exchange, split over several task lists
+ * where longer than the device's list limit (below).
  *
  * Failures: a barrier is done when its partners' signals came (the task
  * list's WAIT on the receives, as on the HCA); it does not wait for its own
@@ -49,20 +50,24 @@ enum emunic_coll_kind {
 	EMUNIC_COLL_BARRIER = 0,	/* emunic_barrier, emunic_ibarrier */
 	EMUNIC_COLL_ALLREDUCE,		/* emunic_allreduce, emunic_iallreduce */
 	EMUNIC_COLL_BCAST,		/* emunic_bcast, emunic_ibcast */
+	EMUNIC_COLL_ALLTOALL,		/* emunic_alltoall, emunic_ialltoall */
 };
 
 struct emunic_coll_attr {
 	enum emunic_coll_signal signal;	/* BARRIER */
 	enum emunic_coll_conn conn;
 	enum emunic_coll_kind kind;
-	/* ALLREDUCE, BCAST: the largest message in bytes (0: 64 KiB; at most
-	 * 1 GiB).  An allreduce object registers 4 x (1 + 2 x its steps)
-	 * buffers of this size; a bcast object 4 (the root's copies) plus,
-	 * per peer that can be its parent, a ring of receive segments that
-	 * holds three such messages. */
+	/* ALLREDUCE, BCAST: the largest message in bytes; ALLTOALL: the
+	 * largest block per peer (0: 64 KiB; at most 1 GiB).  An allreduce
+	 * object registers 4 x (1 + 2 x its steps) buffers of this size; a
+	 * bcast object 4 (the root's copies) plus, per peer that can be its
+	 * parent, a ring of receive segments that holds three such messages;
+	 * an alltoall object 4 x size blocks (copies of sbuf) plus such a
+	 * ring per peer. */
 	size_t max_bytes;
-	/* BCAST: a message is sent in segments of this many bytes, each
-	 * forwarded down the tree as soon as it arrived (0: 32 KiB; raised to
+	/* BCAST, ALLTOALL: a message (block) is sent in segments of this many
+	 * bytes, a bcast's forwarded down the tree as soon as each arrived
+	 * (0: 32 KiB; raised to
 	 * max_bytes / 32 when that is larger; rounded up to a multiple of 64
 	 * bytes; at most max_bytes so rounded). */
 	size_t segment;
@@ -140,6 +145,27 @@ int emunic_allreduce(struct emunic_coll *c, const void *sbuf, void *rbuf, size_t
  */
 int emunic_ibcast(struct emunic_coll *c, void *buf, size_t bytes, int root, struct emunic_coll_req **req);
 int emunic_bcast(struct emunic_coll *c, void *buf, size_t bytes, int root);
+
+/*
+ * All-to-all: block bytes at sbuf + q x block go to rank q, landing at
+ * rbuf + rank x block there, on a collective created with kind
+ * EMUNIC_COLL_ALLTOALL (max_bytes: the largest block).  Pairwise exchange:
+ * at step s = 1 .. size - 1 a rank sends to rank + s and, once the block
+ * from rank - s arrived, goes on to step s + 1 (a WAIT on that peer's
+ * receives releases the next step's SEND_ENs), each block in attr.segment
+ * pieces; the whole exchange is one task list, or several consecutive ones
+ * where it is longer than the device's list limit (emunic_dev_list_tasks;
+ * seed 001's split), all run by the progress core.  sbuf is copied when
+ * posted (it may be reused at once, and may be rbuf); rbuf holds the data
+ * once the request completes, copied by the call (test, wait) that sees the
+ * completion.  Every rank must call with the same block, in the same order.
+ * -EINVAL: a NULL buffer with block > 0; -EMSGSIZE: block > max_bytes;
+ * -ENOSPC (nonblocking form): three in flight, or the copies or landing
+ * segments of earlier ones not yet free (retry; the blocking form does).
+ */
+int emunic_ialltoall(struct emunic_coll *c, const void *sbuf, void *rbuf, size_t block,
+		     struct emunic_coll_req **req);
+int emunic_alltoall(struct emunic_coll *c, const void *sbuf, void *rbuf, size_t block);
 
 /* 1 done, 0 not yet, < 0 the operation failed.  Never blocks; req stays valid. */
 int emunic_coll_test(struct emunic_coll_req *req);

@@ -416,7 +416,7 @@ static void t_inflight(bool ptp)
  * behind them (8 x 1 MiB: with rings of three messages, the 7th lands
  * where the held 4th's segments were; the late rank's parent must get
  * that far ahead first, so 1 s). */
-static void late_at(struct obj *o, int v, int n, long ms)
+static void late_at(struct obj *o, int v, int n, long ms, size_t small)
 {
 	int late = size - 1, root = (late - v + size) % size;
 	long long t0;
@@ -426,10 +426,10 @@ static void late_at(struct obj *o, int v, int n, long ms)
 		sleep_ms(ms);
 	t0 = now_ms();
 	for (int k = 0; k < n; k++)
-		one(o, MAXB - (size_t)k, root, rank == root ? WAIT : (enum mode)(k % 3));
+		one(o, small ? small + (size_t)k : MAXB - (size_t)k, root, rank == root ? WAIT : (enum mode)(k % 3));
 	if (rank == 0)
-		printf("emunic-bcast: late: rank %d late (relative rank %d), root %d: %d x 1 MiB in %lld ms on "
-		       "rank 0\n", late, v, root, n, now_ms() - t0);
+		printf("emunic-bcast: late: rank %d late (relative rank %d), root %d: %d x %s in %lld ms on "
+		       "rank 0\n", late, v, root, n, small ? "~1 KiB" : "1 MiB", now_ms() - t0);
 }
 
 static void t_late(bool ptp)
@@ -438,11 +438,18 @@ static void t_late(bool ptp)
 	int late = size - 1;
 
 	if (size >= 4) {
-		late_at(o, 3, 8, 1000);	/* a leaf: its parent (2) forwards to it */
-		late_at(o, 2, 3, 500);	/* inner: its child (3) waits for it */
+		late_at(o, 3, 8, 1000, 0);	/* a leaf: its parent (2) forwards to it */
+		late_at(o, 2, 3, 500, 0);	/* inner: its child (3) waits for it */
 	} else {
-		late_at(o, size - 1, 8, 1000);
+		late_at(o, size - 1, 8, 1000, 0);
 	}
+	/* Many one-segment bcasts (more than a ring's 98 entries and the
+	 * root's 4 slots) run ahead of a late child of the root, then of a
+	 * late leaf under a forwarder: the ring fills, the sends meet RNR, and
+	 * neither a slot nor an entry may be reused before they complete. */
+	late_at(o, 1, 120, 700, 1000);
+	if (size >= 4)
+		late_at(o, 3, 120, 700, 1000);
 	/* The late rank is the root: the others wait for it. */
 	emunic_boot_barrier(boot);
 	if (rank == late)

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/* Landing rings (ring.h): shared by bcast.c and alltoall.c. */
+#include "engines/coll/coll_int.h"
+#include "engines/coll/ring.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+int coll_rings_init(struct coll_rings *rs, const struct emunic_coll *c, size_t seg, unsigned nring)
+{
+	*rs = (struct coll_rings){ .seg = seg, .nring = nring };
+	rs->ring = calloc((size_t)c->size, sizeof(*rs->ring));
+	rs->posted = calloc((size_t)c->size, sizeof(*rs->posted));
+	return rs->ring && rs->posted ? 0 : -ENOMEM;
+}
+
+size_t coll_rings_bytes(const struct coll_rings *rs, const struct emunic_coll *c)
+{
+	size_t n = 0;
+
+	for (int q = 0; q < c->size; q++)
+		n += c->peer[q].partner ? (size_t)rs->nring * rs->seg : 0;
+	return n;
+}
+
+void coll_rings_place(struct coll_rings *rs, const struct emunic_coll *c, unsigned char *mem,
+		      struct emunic_mr *mr)
+{
+	rs->mr = mr;
+	for (int q = 0; q < c->size; q++)
+		if (c->peer[q].partner) {
+			rs->ring[q].mem = mem;
+			mem += (size_t)rs->nring * rs->seg;
+		}
+}
+
+unsigned char *coll_ring_entry(const struct coll_rings *rs, int peer, uint64_t k)
+{
+	return rs->ring[peer].mem + (k % rs->nring) * rs->seg;
+}
+
+struct emunic_task *coll_task_add(struct emunic_coll *c, unsigned *n, int op, int peer, uint64_t seq,
+				  struct emunic_mr *mr)
+{
+	struct emunic_task *t = &c->task[(*n)++];
+
+	*t = (struct emunic_task){ .op = op, .wr_id = coll_wr_id(seq, peer), .qp = c->peer[peer].qp, .mr = mr };
+	return t;
+}
+
+void coll_rings_add_recvs(struct emunic_coll *c, struct coll_rings *rs, unsigned *n, uint64_t seq)
+{
+	for (int q = 0; q < c->size; q++) {
+		struct coll_ring *rg = &rs->ring[q];
+
+		rs->posted[q] = rg->posted;
+		if (!rg->mem)
+			continue;
+		for (; rs->posted[q] < rg->freed + rs->nring; rs->posted[q]++) {
+			struct emunic_task *t = coll_task_add(c, n, EMUNIC_TASK_RECV, q, seq, rs->mr);
+
+			t->addr = coll_ring_entry(rs, q, rs->posted[q]);
+			t->len = (uint32_t)rs->seg;
+		}
+	}
+}
+
+void coll_rings_commit(struct coll_rings *rs, int size)
+{
+	for (int q = 0; q < size; q++)
+		rs->ring[q].posted = rs->posted[q];
+}
+
+int coll_rings_prepost(struct emunic_coll *c, struct coll_rings *rs, const char *what)
+{
+	for (int q = 0; q < c->size; q++) {
+		unsigned n = 0;
+		int r;
+
+		if (!rs->ring[q].mem)
+			continue;
+		for (uint64_t k = 0; k < rs->nring; k++) {
+			struct emunic_task *t = coll_task_add(c, &n, EMUNIC_TASK_RECV, q, 0, rs->mr);
+
+			t->addr = coll_ring_entry(rs, q, k);
+			t->len = (uint32_t)rs->seg;
+		}
+		r = coll_post_lists(c, n, 0);
+		if (r)
+			return coll_err(c, r, "%s: posting the %u receives of peer %d failed (%d)", what, n, q, r);
+		rs->ring[q].posted = rs->nring;
+	}
+	return 0;
+}
+
+void coll_rings_fini(struct coll_rings *rs)
+{
+	free(rs->ring);
+	free(rs->posted);
+	rs->ring = NULL;
+	rs->posted = NULL;
+}
