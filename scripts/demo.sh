@@ -32,6 +32,12 @@ for n in 2 4; do
   build/bin/emunic-run -n "$n" -t 600 build/bin/emunic-bench bcast --iters "$iters" \
     --csv "build/bench/bcast-$n.csv"
 done
+for n in 2 4; do
+  echo
+  echo "== $n ranks: alltoall benchmark, offloaded (mq, pairwise exchange) vs host-progressed (ptp), $iters calls a loop"
+  build/bin/emunic-run -n "$n" -t 600 build/bin/emunic-bench alltoall --iters "$iters" \
+    --csv "build/bench/alltoall-$n.csv"
+done
 echo
 echo "== 2 ranks: a chain of 100 triggered puts vs the same chain driven by the app"
 build/bin/emunic-run -n 2 -t 300 build/bin/emunic-bench trig --csv build/bench/trig.csv
@@ -57,4 +63,4 @@ echo
 echo "== 2 ranks: instructions (callgrind) to post a 4-task list and of the engine a task and a fired put"
 build/bin/emunic-run -n 2 -t 900 build/bin/emunic-bench instr --quick --csv build/bench/instr.csv
 echo
-echo "== demo done in $((SECONDS - start)) s; CSV in build/bench/ (barrier-2, barrier-4, allreduce-2, allreduce-4, bcast-2, bcast-4, trig, rndv, p2p, conn, faults, idle, potato, instr)"
+echo "== demo done in $((SECONDS - start)) s; CSV in build/bench/ (barrier-2, barrier-4, allreduce-2, allreduce-4, bcast-2, bcast-4, alltoall-2, alltoall-4, trig, rndv, p2p, conn, faults, idle, potato, instr)"

@@ -686,3 +686,45 @@ def test_bcast_bench_usage():
         rc, out = host("%s %s" % (BENCH, args))
         assert rc == 2, (args, out)
         assert "usage:" in out and "emunic-bench bcast --help" in out, (args, out)
+
+
+# ---- alltoall -------------------------------------------------------------------
+
+def test_alltoall_bench(rxe):
+    """Offloaded alltoall vs the host-progressed one at 3 ranks (two steps of
+    the pairwise exchange): the table, a target line per size (met or MISSED,
+    never asserted) and every metric in the CSV; the check before timing
+    (blocking calls, three in flight) passed, or the bench would exit 3."""
+    path = csv_path("test-alltoall.csv")
+    rc, out = rxe.run("%s -n 3 -t 300 %s alltoall --iters 20 --warmup 2 --sizes 0,8K,64K --csv %s"
+                      % (RUN, BENCH, path), timeout=360)
+    assert rc == 0, out
+    assert ("emunic-bench alltoall: offloaded (mq, the pairwise exchange on the progress core) vs "
+            "host-progressed (ptp)") in out, out
+    for size in ("0", "8K", "64K"):
+        assert re.search(r"^\s+%s\s+ptp\s+%s\s+%s\s+-\s+%s$" % (size, NUM, NUM, NUM), out, re.M), out
+        assert re.search(r"^\s+%s\s+mq\s+%s\s+%s\s+%sx\s+%s$" % (size, NUM, NUM, NUM, NUM), out, re.M), out
+        assert re.search(r"^\s+(met|MISSED)\s+alltoall %s mean <= 1.00x ptp \(3 ranks\)\s+mq\s+" % size,
+                         out, re.M), out
+    # The overlap targets are set for 2 ranks only.
+    assert "ialltoall 64K overlap" not in out, out
+    rows, text = read_csv(path)
+    by = {(r["impl"], r["metric"]): float(r["value"]) for r in rows}
+    for impl in ("ptp", "mq"):
+        for size in ("0", "8K", "64K"):
+            assert by[(impl, "alltoall_latency_" + size)] > 0, text
+            assert by[(impl, "alltoall_latency_p50_" + size)] > 0, text
+            assert 0 <= by[(impl, "ialltoall_overlap_" + size)] <= 100, text
+    assert {r["ranks"] for r in rows} == {"3"}, text
+
+
+def test_alltoall_bench_usage():
+    for args in ("alltoall --sizes 8M", "alltoall --sizes 8,x", "alltoall --iters 0", "alltoall --warmup -1",
+                 "alltoall --segment x", "alltoall --bogus", "alltoall extra"):
+        rc, out = host("%s %s" % (BENCH, args))
+        assert rc == 2, (args, out)
+        assert "usage:" in out and "emunic-bench alltoall --help" in out, (args, out)
+    rc, out = host("%s alltoall --help" % BENCH)
+    assert rc == 0 and "  alltoall [OPTIONS]" in out, out
+    for opt in ("--sizes LIST", "--segment BYTES", "--iters K", "--warmup W", "--csv FILE"):
+        assert opt in out, (opt, out)

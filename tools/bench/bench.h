@@ -10,8 +10,8 @@
  *  - the option machinery of opts.c: the table entries every subcommand
  *    ends its options with, bench_parse_opts and the parsers of values;
  *  - each subcommand's entry point and --help section (barrier.c,
- *    allreduce.c, bcast.c, trig.c, rndv.c, p2p.c, conn.c, faults.c, idle.c,
- *    potato.c, instr.c), for the table in main.c;
+ *    allreduce.c, bcast.c, alltoall.c, trig.c, rndv.c, p2p.c, conn.c,
+ *    faults.c, idle.c, potato.c, instr.c), for the table in main.c;
  *  - potato.c's game, which instr.c plays under callgrind.
  * main.c says what the subcommands are and how a new one is added.  Calls
  * point one way: main.c to the subcommands, they to opts.c and common.c;
@@ -152,6 +152,7 @@ int bench_faults_main(int argc, char **argv);
 int bench_idle_main(int argc, char **argv);
 int bench_allreduce_main(int argc, char **argv);
 int bench_bcast_main(int argc, char **argv);
+int bench_alltoall_main(int argc, char **argv);
 int bench_potato_main(int argc, char **argv);
 int bench_instr_main(int argc, char **argv);
 
@@ -165,6 +166,7 @@ extern const char bench_faults_help[];
 extern const char bench_idle_help[];
 extern const char bench_allreduce_help[];
 extern const char bench_bcast_help[];
+extern const char bench_alltoall_help[];
 extern const char bench_potato_help[];
 extern const char bench_instr_help[];
 

@@ -6,6 +6,7 @@
  *   emunic-run -n N emunic-bench barrier [OPTIONS]
  *   emunic-run -n N emunic-bench allreduce [OPTIONS]
  *   emunic-run -n N emunic-bench bcast [OPTIONS]
+ *   emunic-run -n N emunic-bench alltoall [OPTIONS]
  *   emunic-run -n 2 emunic-bench trig [OPTIONS]
  *   emunic-run -n 2 emunic-bench rndv [OPTIONS]
  *   emunic-run -n 2 emunic-bench p2p [OPTIONS]
@@ -30,6 +31,8 @@
  * (baseline/ptp_allreduce.c): latency and OSU overlap (allreduce.c).
  * bcast: the offloaded broadcast against the host-progressed one
  * (baseline/ptp_bcast.c): latency and OSU overlap, root 0 (bcast.c).
+ * alltoall: the offloaded all-to-all against the host-progressed one
+ * (baseline/ptp_alltoall.c): latency and OSU overlap (alltoall.c).
  *
  * trig: a chain of triggered puts against the same chain driven by the app
  * thread: wall time and the app's CPU (trig.c).  rndv: chunked
@@ -161,6 +164,8 @@ static const struct subcmd subcmds[] = {
 	  bench_allreduce_help, bench_allreduce_main },
 	{ "bcast", "offloaded bcast (binomial tree) vs the ptp baseline: latency, OSU overlap",
 	  bench_bcast_help, bench_bcast_main },
+	{ "alltoall", "offloaded alltoall (pairwise) vs the ptp baseline: latency, OSU overlap",
+	  bench_alltoall_help, bench_alltoall_main },
 	{ "trig", "a chain of triggered puts vs the same chain driven by the app: time, app CPU",
 	  bench_trig_help, bench_trig_main },
 	{ "rndv", "chunked rendezvous vs one get a message: throughput by size, slow receiver",
