@@ -29,7 +29,6 @@
 
 #define PTPA_WINDOW 4
 #define PTPA_SLOTS 4
-#define PTPA_DRAIN_SLICE_MS 100	/* destroy: one sleep */
 #define PTPA_PEER_BITS 24
 #define PTPA_PEER_MASK ((1ull << PTPA_PEER_BITS) - 1)
 #define PTPA_RECV_FLAG (1ull << 63)
@@ -65,8 +64,15 @@ struct emunic_ptp_ar {
 };
 
 struct emunic_ptp_ar_req {
-	struct emunic_ptp_ar *p;
-	uint64_t seq;
+	struct ptp_req r;
+};
+
+/* An allreduce call's arguments. */
+struct ptpa_args {
+	const void *sbuf;
+	void *rbuf;
+	size_t count;
+	int type, op;
 };
 
 static int bound(const struct emunic_ptp_ar *p)
@@ -219,15 +225,22 @@ static int report_timeout(void *ctx, uint64_t seq, int timeout_ms)
 			  timeout_ms);
 }
 
-static int wait_seq(struct emunic_ptp_ar *p, uint64_t seq, int timeout_ms)
+static int wait_seq(void *ctx, uint64_t seq, int timeout_ms)
 {
+	struct emunic_ptp_ar *p = ctx;
+
 	return ptp_cq_wait(&p->q, progress, report_timeout, p, &p->ops, seq, timeout_ms, p->spin_us, "ptp allreduce");
 }
 
 /* Starts an allreduce: copies sbuf into its slot and runs what it can. */
-static int start(struct emunic_ptp_ar *p, const void *sbuf, void *rbuf, size_t count, int type, int op,
-		 uint64_t *seq)
+static int start(void *ctx, const void *args, uint64_t *seq)
 {
+	struct emunic_ptp_ar *p = ctx;
+	const struct ptpa_args *a = args;
+	const void *sbuf = a->sbuf;
+	void *rbuf = a->rbuf;
+	size_t count = a->count;
+	int type = a->type, op = a->op;
 	uint64_t s = p->ops.posted + 1;
 	struct ptpa_op *o = &p->op[s % PTPA_SLOTS];
 	size_t bytes = count * emunic_calc_size(type);
@@ -260,64 +273,31 @@ static int start(struct emunic_ptp_ar *p, const void *sbuf, void *rbuf, size_t c
 	return advance(p);
 }
 
+static const struct ptp_kind kind = { "ptp allreduce", start, progress, wait_seq };
+
 int emunic_ptp_allreduce(struct emunic_ptp_ar *p, const void *sbuf, void *rbuf, size_t count, int type, int op)
 {
-	long long deadline;
-	uint64_t seq;
-	int r;
+	const struct ptpa_args a = { sbuf, rbuf, count, type, op };
 
-	if (!p)
-		return -EINVAL;
-	deadline = ptp_now_us() + (long long)bound(p) * 1000;
-	while ((r = start(p, sbuf, rbuf, count, type, op, &seq)) == -ENOSPC) {
-		if ((r = progress(p)))
-			return r;
-		if (bound(p) >= 0 && ptp_now_us() > deadline)
-			return emunic_err(-ETIMEDOUT, "ptp allreduce: no room to start one for %d ms", bound(p));
-	}
-	return r ? r : wait_seq(p, seq, bound(p));
+	return p ? ptp_call(&kind, p, &a, bound(p)) : -EINVAL;
 }
 
 int emunic_ptp_iallreduce(struct emunic_ptp_ar *p, const void *sbuf, void *rbuf, size_t count, int type, int op,
 			  struct emunic_ptp_ar_req **out)
 {
-	struct emunic_ptp_ar_req *req;
-	int r;
+	const struct ptpa_args a = { sbuf, rbuf, count, type, op };
 
-	if (!p || !out)
-		return -EINVAL;
-	req = calloc(1, sizeof(*req));
-	if (!req)
-		return -ENOMEM;
-	req->p = p;
-	r = start(p, sbuf, rbuf, count, type, op, &req->seq);
-	if (r) {
-		free(req);
-		return r;
-	}
-	*out = req;
-	return 0;
+	return p ? ptp_req_start(&kind, p, &p->ops, NULL, &a, out) : -EINVAL;
 }
 
 int emunic_ptp_ar_test(struct emunic_ptp_ar_req *req)
 {
-	int r;
-
-	if (!req)
-		return -EINVAL;
-	r = progress(req->p);
-	return r ? r : ptp_ops_status(&req->p->ops, req->seq);
+	return ptp_req_test((struct ptp_req *)req);
 }
 
 int emunic_ptp_ar_wait(struct emunic_ptp_ar_req *req, int timeout_ms)
 {
-	int r;
-
-	if (!req)
-		return -EINVAL;
-	r = wait_seq(req->p, req->seq, timeout_ms);
-	free(req);
-	return r;
+	return ptp_req_wait((struct ptp_req *)req, timeout_ms);
 }
 
 /* ---- create / destroy ---------------------------------------------------- */
@@ -416,31 +396,25 @@ int emunic_ptp_ar_create(struct emunic_boot *boot, size_t max_bytes, int timeout
 	return 0;
 }
 
+static uint64_t sends_out(void *ctx)
+{
+	const struct emunic_ptp_ar *p = ctx;
+	uint64_t out = 0;
+
+	for (int i = 0; i < PTPA_SLOTS; i++)
+		out += p->op[i].sends_out;
+	return out;
+}
+
 /* Every send must be delivered before the QPs go (the extra rank waits for
  * its result last). */
 int emunic_ptp_ar_destroy(struct emunic_ptp_ar *p)
 {
-	long long deadline;
-	int r = 0;
+	int r;
 
 	if (!p)
 		return -EINVAL;
-	deadline = ptp_now_us() + (long long)bound(p) * 1000;
-	while (p->q.cq && !p->ops.err) {
-		unsigned out = 0;
-
-		for (int i = 0; i < PTPA_SLOTS; i++)
-			out += p->op[i].sends_out;
-		if (!out)
-			break;
-		if (bound(p) >= 0 && ptp_now_us() > deadline) {
-			r = emunic_err(-ETIMEDOUT, "ptp allreduce: %u send(s) not delivered after %d ms", out, bound(p));
-			break;
-		}
-		/* Polls first; sleeps on the channel only if nothing came. */
-		if ((r = ptp_cq_sleep(&p->q, progress, p, PTPA_DRAIN_SLICE_MS, "ptp allreduce")))
-			break;
-	}
+	r = ptp_cq_drain(&p->q, progress, sends_out, p, &p->ops, bound(p), "send(s)", "ptp allreduce");
 	ptp_ar_free(p);
 	return r;
 }

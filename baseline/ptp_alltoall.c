@@ -37,7 +37,6 @@
 #define PTPA_DEFAULT_MAX (64 * 1024)
 #define PTPA_DEFAULT_SEG (32 * 1024)
 #define PTPA_MAX_SEGS 32	/* the segment is raised so a block has no more */
-#define PTPA_DRAIN_SLICE_MS 100	/* destroy: one sleep */
 /* wr_id: a receive is RECV | peer; a send seq << PEER_BITS | peer. */
 #define PTPA_PEER_BITS 24
 #define PTPA_PEER_MASK ((1ull << PTPA_PEER_BITS) - 1)
@@ -80,8 +79,14 @@ struct emunic_ptp_a2a {
 };
 
 struct emunic_ptp_a2a_req {
-	struct emunic_ptp_a2a *p;
-	uint64_t seq;
+	struct ptp_req r;
+};
+
+/* An alltoall call's arguments. */
+struct ptpa_args {
+	const void *sbuf;
+	void *rbuf;
+	size_t block;
 };
 
 static int bound(const struct emunic_ptp_a2a *p)
@@ -299,23 +304,27 @@ static int report_timeout(void *ctx, uint64_t seq, int timeout_ms)
 			  p->size - 1, step_src(p, p->step), late);
 }
 
-static int wait_seq(struct emunic_ptp_a2a *p, uint64_t seq, int timeout_ms)
+static int wait_seq(void *ctx, uint64_t seq, int timeout_ms)
 {
+	struct emunic_ptp_a2a *p = ctx;
+
 	return ptp_cq_wait(&p->q, progress, report_timeout, p, &p->ops, seq, timeout_ms, p->spin_us,
 			   "ptp alltoall");
 }
 
 /* Starts an alltoall: sbuf into its slot; runs what it can. */
-static int start(struct emunic_ptp_a2a *p, const void *sbuf, void *rbuf, size_t block, uint64_t *seq)
+static int start(void *ctx, const void *args, uint64_t *seq)
 {
+	struct emunic_ptp_a2a *p = ctx;
+	const struct ptpa_args *a = args;
 	uint64_t s = p->ops.posted + 1;
 	struct ptpa_op *o = &p->op[s % PTPA_SLOTS];
 	int r;
 
-	if ((!sbuf || !rbuf) && block)
-		return emunic_err(-EINVAL, "ptp alltoall: a NULL buffer for blocks of %zu bytes", block);
-	if (block > p->limit)
-		return emunic_err(-EMSGSIZE, "ptp alltoall: a block of %zu bytes, more than max_block (%zu)", block,
+	if ((!a->sbuf || !a->rbuf) && a->block)
+		return emunic_err(-EINVAL, "ptp alltoall: a NULL buffer for blocks of %zu bytes", a->block);
+	if (a->block > p->limit)
+		return emunic_err(-EMSGSIZE, "ptp alltoall: a block of %zu bytes, more than max_block (%zu)", a->block,
 				  p->limit);
 	if (p->ops.err)
 		return p->ops.err;
@@ -325,77 +334,45 @@ static int start(struct emunic_ptp_a2a *p, const void *sbuf, void *rbuf, size_t 
 		return r;
 	if (p->ops.posted - p->ops.done >= PTPA_INFLIGHT || p->slot_out[s % PTPA_SLOTS])
 		return -ENOSPC;
-	*o = (struct ptpa_op){ .rbuf = rbuf, .block = block };
-	o->nseg = coll_nseg(p->seg, block);
+	*o = (struct ptpa_op){ .rbuf = a->rbuf, .block = a->block };
+	o->nseg = coll_nseg(p->seg, a->block);
 	if (p->size == 1) {
-		if (block)
-			memmove(rbuf, sbuf, block);
+		if (a->block)
+			memmove(a->rbuf, a->sbuf, a->block);
 		p->ops.posted = p->ops.done = *seq = s;
 		return 0;
 	}
-	if (block)
-		memcpy(slot_buf(p, s), sbuf, (size_t)p->size * block);
+	if (a->block)
+		memcpy(slot_buf(p, s), a->sbuf, (size_t)p->size * a->block);
 	p->ops.posted = *seq = s;
 	return advance(p);
 }
 
+static const struct ptp_kind kind = { "ptp alltoall", start, progress, wait_seq };
+
 int emunic_ptp_alltoall(struct emunic_ptp_a2a *p, const void *sbuf, void *rbuf, size_t block)
 {
-	long long deadline;
-	uint64_t seq;
-	int r;
+	const struct ptpa_args a = { sbuf, rbuf, block };
 
-	if (!p)
-		return -EINVAL;
-	deadline = ptp_now_us() + (long long)bound(p) * 1000;
-	while ((r = start(p, sbuf, rbuf, block, &seq)) == -ENOSPC) {
-		if ((r = progress(p)))
-			return r;
-		if (bound(p) >= 0 && ptp_now_us() > deadline)
-			return emunic_err(-ETIMEDOUT, "ptp alltoall: no room to start one for %d ms", bound(p));
-	}
-	return r ? r : wait_seq(p, seq, bound(p));
+	return p ? ptp_call(&kind, p, &a, bound(p)) : -EINVAL;
 }
 
 int emunic_ptp_ialltoall(struct emunic_ptp_a2a *p, const void *sbuf, void *rbuf, size_t block,
 			 struct emunic_ptp_a2a_req **out)
 {
-	struct emunic_ptp_a2a_req *req;
-	int r;
+	const struct ptpa_args a = { sbuf, rbuf, block };
 
-	if (!p || !out)
-		return -EINVAL;
-	req = calloc(1, sizeof(*req));
-	if (!req)
-		return -ENOMEM;
-	req->p = p;
-	if ((r = start(p, sbuf, rbuf, block, &req->seq))) {
-		free(req);
-		return r;
-	}
-	*out = req;
-	return 0;
+	return p ? ptp_req_start(&kind, p, &p->ops, NULL, &a, out) : -EINVAL;
 }
 
 int emunic_ptp_a2a_test(struct emunic_ptp_a2a_req *req)
 {
-	int r;
-
-	if (!req)
-		return -EINVAL;
-	r = progress(req->p);
-	return r ? r : ptp_ops_status(&req->p->ops, req->seq);
+	return ptp_req_test((struct ptp_req *)req);
 }
 
 int emunic_ptp_a2a_wait(struct emunic_ptp_a2a_req *req, int timeout_ms)
 {
-	int r;
-
-	if (!req)
-		return -EINVAL;
-	r = wait_seq(req->p, req->seq, timeout_ms);
-	free(req);
-	return r;
+	return ptp_req_wait((struct ptp_req *)req, timeout_ms);
 }
 
 /* ---- create / destroy ---------------------------------------------------- */
@@ -501,26 +478,20 @@ int emunic_ptp_a2a_create(struct emunic_boot *boot, size_t max_block, size_t seg
 	return 0;
 }
 
+static uint64_t sends_out(void *ctx)
+{
+	return ((struct emunic_ptp_a2a *)ctx)->sends_out;
+}
+
 /* Every send must be delivered before the QPs go: a peer still waiting
  * for a block would never get it. */
 int emunic_ptp_a2a_destroy(struct emunic_ptp_a2a *p)
 {
-	long long deadline;
-	int r = 0;
+	int r;
 
 	if (!p)
 		return -EINVAL;
-	deadline = ptp_now_us() + (long long)bound(p) * 1000;
-	while (p->q.cq && !p->ops.err && p->sends_out) {
-		if (bound(p) >= 0 && ptp_now_us() > deadline) {
-			r = emunic_err(-ETIMEDOUT, "ptp alltoall: %llu send(s) not delivered after %d ms",
-				       (unsigned long long)p->sends_out, bound(p));
-			break;
-		}
-		/* Polls first; sleeps on the channel only if nothing came. */
-		if ((r = ptp_cq_sleep(&p->q, progress, p, PTPA_DRAIN_SLICE_MS, "ptp alltoall")))
-			break;
-	}
+	r = ptp_cq_drain(&p->q, progress, sends_out, p, &p->ops, bound(p), "send(s)", "ptp alltoall");
 	ptp_a2a_free(p);
 	return r;
 }

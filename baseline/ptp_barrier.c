@@ -29,7 +29,6 @@
  * progress and of the next), so 2 never meets RNR; 4 keeps a margin. */
 #define PTP_RECV_WINDOW 4
 #define PTP_SEND_LIMIT 128	/* unpolled sends; the mesh's SQs hold 256 */
-#define PTP_SLICE_MS 100	/* drain: one sleep */
 #define PTP_PEER_BITS 24
 #define PTP_PEER_MASK ((1ull << PTP_PEER_BITS) - 1)
 
@@ -51,8 +50,7 @@ struct emunic_ptp {
 };
 
 struct emunic_ptp_req {
-	struct emunic_ptp *p;
-	uint64_t seq;
+	struct ptp_req r;
 };
 
 void emunic_ptp_attr_init(struct emunic_ptp_attr *a)
@@ -202,15 +200,20 @@ static int report_timeout(void *ctx, uint64_t seq, int timeout_ms)
 			  (unsigned long long)seq, timeout_ms, off ? late : "s: none");
 }
 
-static int wait_seq(struct emunic_ptp *p, uint64_t seq, int timeout_ms)
+static int wait_seq(void *ctx, uint64_t seq, int timeout_ms)
 {
+	struct emunic_ptp *p = ctx;
+
 	return ptp_cq_wait(&p->q, progress, report_timeout, p, &p->ops, seq, timeout_ms, p->attr.spin_us, "ptp");
 }
 
 /* ---- requests ------------------------------------------------------------ */
 
-static int start(struct emunic_ptp *p, uint64_t *seq)
+static int start(void *ctx, const void *args, uint64_t *seq)
 {
+	struct emunic_ptp *p = ctx;
+
+	(void)args;
 	if (p->ops.err)
 		return p->ops.err;
 	if (p->ops.posted - p->ops.done >= PTP_MAX_INFLIGHT)
@@ -219,6 +222,8 @@ static int start(struct emunic_ptp *p, uint64_t *seq)
 	return advance(p);
 }
 
+static const struct ptp_kind kind = { "ptp", start, progress, wait_seq };
+
 int emunic_ptp_barrier(struct emunic_ptp *p)
 {
 	uint64_t seq;
@@ -226,51 +231,23 @@ int emunic_ptp_barrier(struct emunic_ptp *p)
 
 	if (!p)
 		return -EINVAL;
-	r = start(p, &seq);
+	r = start(p, NULL, &seq);
 	return r ? r : wait_seq(p, seq, ptp_timeout(p));
 }
 
 int emunic_ptp_ibarrier(struct emunic_ptp *p, struct emunic_ptp_req **out)
 {
-	struct emunic_ptp_req *req;
-	int r;
-
-	if (!p || !out)
-		return -EINVAL;
-	req = calloc(1, sizeof(*req));
-	if (!req)
-		return -ENOMEM;
-	req->p = p;
-	r = start(p, &req->seq);
-	if (r) {
-		free(req);
-		return r;
-	}
-	p->nreq++;
-	*out = req;
-	return 0;
+	return p ? ptp_req_start(&kind, p, &p->ops, &p->nreq, NULL, out) : -EINVAL;
 }
 
 int emunic_ptp_test(struct emunic_ptp_req *req)
 {
-	int r;
-
-	if (!req)
-		return -EINVAL;
-	r = progress(req->p);
-	return r ? r : ptp_ops_status(&req->p->ops, req->seq);
+	return ptp_req_test((struct ptp_req *)req);
 }
 
 int emunic_ptp_wait(struct emunic_ptp_req *req, int timeout_ms)
 {
-	int r;
-
-	if (!req)
-		return -EINVAL;
-	r = wait_seq(req->p, req->seq, timeout_ms);
-	req->p->nreq--;
-	free(req);
-	return r;
+	return ptp_req_wait((struct ptp_req *)req, timeout_ms);
 }
 
 /* ---- create / destroy ---------------------------------------------------- */
@@ -346,37 +323,22 @@ int emunic_ptp_create(struct emunic_boot *boot, const struct emunic_ptp_attr *a,
 	return 0;
 }
 
-/* Every signal this rank sent must be delivered before its QPs go, or a
- * partner (the extra rank, released last) would wait for ever. */
-static int drain(struct emunic_ptp *p)
+static uint64_t sends_out(void *ctx)
 {
-	long long deadline = ptp_now_us() + (long long)ptp_timeout(p) * 1000;
-
-	while (p->sends_out && !p->ops.err) {
-		int r = poll_cq(p);
-
-		if (r)
-			return r;
-		if (ptp_timeout(p) >= 0 && ptp_now_us() > deadline)
-			return emunic_err(-ETIMEDOUT, "ptp: %u signal(s) not delivered after %d ms",
-					  p->sends_out, ptp_timeout(p));
-		r = p->sends_out ? ptp_cq_sleep(&p->q, progress, p, PTP_SLICE_MS, "ptp") : 0;
-		if (r)
-			return r;
-	}
-	return 0;
+	return ((struct emunic_ptp *)ctx)->sends_out;
 }
 
+/* Every signal this rank sent must be delivered before its QPs go, or a
+ * partner (the extra rank, released last) would wait for ever. */
 int emunic_ptp_destroy(struct emunic_ptp *p)
 {
-	int r = 0;
+	int r;
 
 	if (!p)
 		return -EINVAL;
 	if (p->nreq)
 		return emunic_err(-EBUSY, "ptp: destroy with %d barrier request(s) not waited", p->nreq);
-	if (p->size > 1)
-		r = drain(p);
+	r = ptp_cq_drain(&p->q, progress, sends_out, p, &p->ops, ptp_timeout(p), "signal(s)", "ptp");
 	ptp_free(p);
 	return r;
 }

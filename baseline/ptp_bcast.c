@@ -38,7 +38,6 @@
 #define PTPB_DEFAULT_SEG (32 * 1024)
 #define PTPB_MAX_SEGS 32	/* the segment is raised so a message has no more */
 #define PTPB_MAX_CHILD 31	/* coll_bin_tree's bound */
-#define PTPB_DRAIN_SLICE_MS 100	/* destroy: one sleep */
 /* wr_id: a receive is RECV | peer; a root's send seq << PEER_BITS | child;
  * a forward FWD | entry << ENTRY_SHIFT | child << PEER_BITS | ring's peer. */
 #define PTPB_PEER_BITS 24
@@ -88,8 +87,14 @@ struct emunic_ptp_bc {
 };
 
 struct emunic_ptp_bc_req {
-	struct emunic_ptp_bc *p;
-	uint64_t seq;
+	struct ptp_req r;
+};
+
+/* A bcast call's arguments. */
+struct ptpb_args {
+	void *buf;
+	size_t bytes;
+	int root;
 };
 
 static int bound(const struct emunic_ptp_bc *p)
@@ -340,8 +345,10 @@ static int report_timeout(void *ctx, uint64_t seq, int timeout_ms)
 			  o->bytes, timeout_ms, p->cur_seg, o->nseg, o->parent);
 }
 
-static int wait_seq(struct emunic_ptp_bc *p, uint64_t seq, int timeout_ms)
+static int wait_seq(void *ctx, uint64_t seq, int timeout_ms)
 {
+	struct emunic_ptp_bc *p = ctx;
+
 	return ptp_cq_wait(&p->q, progress, report_timeout, p, &p->ops, seq, timeout_ms, p->spin_us, "ptp bcast");
 }
 
@@ -357,11 +364,13 @@ static int check_args(const struct emunic_ptp_bc *p, const void *buf, size_t byt
 }
 
 /* Starts a bcast: the root copies buf into its slot; runs what it can. */
-static int start(struct emunic_ptp_bc *p, void *buf, size_t bytes, int root, uint64_t *seq)
+static int start(void *ctx, const void *args, uint64_t *seq)
 {
+	struct emunic_ptp_bc *p = ctx;
+	const struct ptpb_args *a = args;
 	uint64_t s = p->ops.posted + 1;
 	struct ptpb_op *o = &p->op[s % PTPB_SLOTS];
-	int r = check_args(p, buf, bytes, root);
+	int r = check_args(p, a->buf, a->bytes, a->root);
 
 	if (r)
 		return r;
@@ -372,13 +381,13 @@ static int start(struct emunic_ptp_bc *p, void *buf, size_t bytes, int root, uin
 	r = progress(p);
 	if (r)
 		return r;
-	if (p->ops.posted - p->ops.done >= PTPB_INFLIGHT || (root == p->rank && p->slot_out[s % PTPB_SLOTS]))
+	if (p->ops.posted - p->ops.done >= PTPB_INFLIGHT || (a->root == p->rank && p->slot_out[s % PTPB_SLOTS]))
 		return -ENOSPC;
-	*o = (struct ptpb_op){ .buf = buf, .bytes = bytes, .root = root };
-	o->nseg = bytes ? (uint32_t)((bytes + p->seg - 1) / p->seg) : 1;
-	o->nchild = coll_bin_tree(p->rank, p->size, root, &o->parent, o->child);
-	if (root == p->rank && bytes && p->size > 1)
-		memcpy(slot_buf(p, s), buf, bytes);
+	*o = (struct ptpb_op){ .buf = a->buf, .bytes = a->bytes, .root = a->root };
+	o->nseg = a->bytes ? (uint32_t)((a->bytes + p->seg - 1) / p->seg) : 1;
+	o->nchild = coll_bin_tree(p->rank, p->size, a->root, &o->parent, o->child);
+	if (a->root == p->rank && a->bytes && p->size > 1)
+		memcpy(slot_buf(p, s), a->buf, a->bytes);
 	if (p->size == 1) {
 		p->ops.posted = p->ops.done = s;
 		*seq = s;
@@ -388,63 +397,30 @@ static int start(struct emunic_ptp_bc *p, void *buf, size_t bytes, int root, uin
 	return advance(p);
 }
 
+static const struct ptp_kind kind = { "ptp bcast", start, progress, wait_seq };
+
 int emunic_ptp_bcast(struct emunic_ptp_bc *p, void *buf, size_t bytes, int root)
 {
-	long long deadline;
-	uint64_t seq;
-	int r;
+	const struct ptpb_args a = { buf, bytes, root };
 
-	if (!p)
-		return -EINVAL;
-	deadline = ptp_now_us() + (long long)bound(p) * 1000;
-	while ((r = start(p, buf, bytes, root, &seq)) == -ENOSPC) {
-		if ((r = progress(p)))
-			return r;
-		if (bound(p) >= 0 && ptp_now_us() > deadline)
-			return emunic_err(-ETIMEDOUT, "ptp bcast: no room to start one for %d ms", bound(p));
-	}
-	return r ? r : wait_seq(p, seq, bound(p));
+	return p ? ptp_call(&kind, p, &a, bound(p)) : -EINVAL;
 }
 
 int emunic_ptp_ibcast(struct emunic_ptp_bc *p, void *buf, size_t bytes, int root, struct emunic_ptp_bc_req **out)
 {
-	struct emunic_ptp_bc_req *req;
-	int r;
+	const struct ptpb_args a = { buf, bytes, root };
 
-	if (!p || !out)
-		return -EINVAL;
-	req = calloc(1, sizeof(*req));
-	if (!req)
-		return -ENOMEM;
-	req->p = p;
-	r = start(p, buf, bytes, root, &req->seq);
-	if (r) {
-		free(req);
-		return r;
-	}
-	*out = req;
-	return 0;
+	return p ? ptp_req_start(&kind, p, &p->ops, NULL, &a, out) : -EINVAL;
 }
 
 int emunic_ptp_bc_test(struct emunic_ptp_bc_req *req)
 {
-	int r;
-
-	if (!req)
-		return -EINVAL;
-	r = progress(req->p);
-	return r ? r : ptp_ops_status(&req->p->ops, req->seq);
+	return ptp_req_test((struct ptp_req *)req);
 }
 
 int emunic_ptp_bc_wait(struct emunic_ptp_bc_req *req, int timeout_ms)
 {
-	int r;
-
-	if (!req)
-		return -EINVAL;
-	r = wait_seq(req->p, req->seq, timeout_ms);
-	free(req);
-	return r;
+	return ptp_req_wait((struct ptp_req *)req, timeout_ms);
 }
 
 /* ---- create / destroy ---------------------------------------------------- */
@@ -575,26 +551,20 @@ int emunic_ptp_bc_create(struct emunic_boot *boot, size_t max_bytes, size_t segm
 	return 0;
 }
 
+static uint64_t sends_out(void *ctx)
+{
+	return ((struct emunic_ptp_bc *)ctx)->sends_out;
+}
+
 /* Every send must be delivered before the QPs go: a child still waiting
  * for a forward would never get it. */
 int emunic_ptp_bc_destroy(struct emunic_ptp_bc *p)
 {
-	long long deadline;
-	int r = 0;
+	int r;
 
 	if (!p)
 		return -EINVAL;
-	deadline = ptp_now_us() + (long long)bound(p) * 1000;
-	while (p->q.cq && !p->ops.err && p->sends_out) {
-		if (bound(p) >= 0 && ptp_now_us() > deadline) {
-			r = emunic_err(-ETIMEDOUT, "ptp bcast: %llu send(s) not delivered after %d ms",
-				       (unsigned long long)p->sends_out, bound(p));
-			break;
-		}
-		/* Polls first; sleeps on the channel only if nothing came. */
-		if ((r = ptp_cq_sleep(&p->q, progress, p, PTPB_DRAIN_SLICE_MS, "ptp bcast")))
-			break;
-	}
+	r = ptp_cq_drain(&p->q, progress, sends_out, p, &p->ops, bound(p), "send(s)", "ptp bcast");
 	ptp_bc_free(p);
 	return r;
 }

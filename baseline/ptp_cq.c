@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* The CQ, completion channel, operation numbering and wait of the
- * host-progressed baselines (ptp_cq.h). */
+/* The CQ, completion channel, operation numbering, waits and requests of
+ * the host-progressed baselines (ptp_cq.h). */
 #include "baseline/ptp_cq.h"
 #include "emunic/base/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -125,4 +126,83 @@ int ptp_cq_wait(struct ptp_cq *c, ptp_progress_fn progress, ptp_timeout_fn on_ti
 		if (r)
 			return r;
 	}
+}
+
+int ptp_cq_drain(struct ptp_cq *c, ptp_progress_fn progress, ptp_count_fn outstanding, void *ctx,
+		 const struct ptp_ops *ops, int bound_ms, const char *what, const char *who)
+{
+	long long deadline = ptp_now_us() + (long long)bound_ms * 1000;
+	uint64_t n;
+	int r;
+
+	while (c->cq && !ops->err && (n = outstanding(ctx))) {
+		if (bound_ms >= 0 && ptp_now_us() > deadline)
+			return emunic_err(-ETIMEDOUT, "%s: %llu %s not delivered after %d ms", who,
+					  (unsigned long long)n, what, bound_ms);
+		/* Polls first; sleeps on the channel only if nothing came. */
+		if ((r = ptp_cq_sleep(c, progress, ctx, PTP_CQ_SLICE_MS, who)))
+			return r;
+	}
+	return 0;
+}
+
+int ptp_call(const struct ptp_kind *k, void *ctx, const void *args, int bound_ms)
+{
+	long long deadline = ptp_now_us() + (long long)bound_ms * 1000;
+	uint64_t seq;
+	int r;
+
+	while ((r = k->start(ctx, args, &seq)) == -ENOSPC) {
+		if ((r = k->progress(ctx)))
+			return r;
+		if (bound_ms >= 0 && ptp_now_us() > deadline)
+			return emunic_err(-ETIMEDOUT, "%s: no room to start one for %d ms", k->who, bound_ms);
+	}
+	return r ? r : k->wait(ctx, seq, bound_ms);
+}
+
+int ptp_req_start(const struct ptp_kind *k, void *ctx, const struct ptp_ops *ops, int *nreq, const void *args,
+		  void *out)
+{
+	struct ptp_req *req;
+	int r;
+
+	if (!out)
+		return -EINVAL;
+	req = calloc(1, sizeof(*req));
+	if (!req)
+		return -ENOMEM;
+	*req = (struct ptp_req){ .kind = k, .ctx = ctx, .ops = ops, .nreq = nreq };
+	if ((r = k->start(ctx, args, &req->seq))) {
+		free(req);
+		return r;
+	}
+	if (nreq)
+		++*nreq;
+	/* Every pointer to a struct has the same representation (C11 6.2.5). */
+	memcpy(out, &req, sizeof(req));
+	return 0;
+}
+
+int ptp_req_test(struct ptp_req *req)
+{
+	int r;
+
+	if (!req)
+		return -EINVAL;
+	r = req->kind->progress(req->ctx);
+	return r ? r : ptp_ops_status(req->ops, req->seq);
+}
+
+int ptp_req_wait(struct ptp_req *req, int timeout_ms)
+{
+	int r;
+
+	if (!req)
+		return -EINVAL;
+	r = req->kind->wait(req->ctx, req->seq, timeout_ms);
+	if (req->nreq)
+		--*req->nreq;
+	free(req);
+	return r;
 }

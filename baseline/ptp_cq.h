@@ -49,5 +49,50 @@ int ptp_cq_sleep(struct ptp_cq *c, ptp_progress_fn progress, void *ctx, int time
  * on_timeout's value. */
 int ptp_cq_wait(struct ptp_cq *c, ptp_progress_fn progress, ptp_timeout_fn on_timeout, void *ctx,
 		const struct ptp_ops *ops, uint64_t seq, int timeout_ms, int spin_us, const char *who);
+/* Destroy's drain: progresses (polls, then sleeps on the channel in slices)
+ * while outstanding(ctx) is not 0, ops has not failed and c has a CQ; at
+ * bound_ms (< 0: none) fails with "<who>: <n> <what> not delivered". */
+typedef uint64_t (*ptp_count_fn)(void *ctx);
+int ptp_cq_drain(struct ptp_cq *c, ptp_progress_fn progress, ptp_count_fn outstanding, void *ctx,
+		 const struct ptp_ops *ops, int bound_ms, const char *what, const char *who);
+
+/*
+ * The calls every baseline makes the same way: the blocking one, and the
+ * i-call, _test and _wait over a request.  A baseline describes itself in a
+ * struct ptp_kind; its public request type is a struct whose only member is
+ * a struct ptp_req, so a pointer to one converts to the other.
+ */
+/* Starts an operation of ctx with the call's arguments: *seq its number;
+ * -ENOSPC: no room yet (progress makes some). */
+typedef int (*ptp_start_fn)(void *ctx, const void *args, uint64_t *seq);
+/* Progresses ctx until operation seq is done or failed, or timeout_ms. */
+typedef int (*ptp_wait_fn)(void *ctx, uint64_t seq, int timeout_ms);
+
+struct ptp_kind {
+	const char *who;		/* in error lines */
+	ptp_start_fn start;
+	ptp_progress_fn progress;
+	ptp_wait_fn wait;
+};
+
+struct ptp_req {
+	const struct ptp_kind *kind;
+	void *ctx;
+	const struct ptp_ops *ops;	/* ctx's numbering */
+	int *nreq;			/* ctx's count of requests not waited, or NULL */
+	uint64_t seq;
+};
+
+/* Starts, retrying on -ENOSPC with progress for up to bound_ms (< 0: no
+ * bound), then waits up to bound_ms. */
+int ptp_call(const struct ptp_kind *k, void *ctx, const void *args, int bound_ms);
+/* A request for a new operation (freed again if it does not start); out
+ * points to the caller's request pointer, set only on success. */
+int ptp_req_start(const struct ptp_kind *k, void *ctx, const struct ptp_ops *ops, int *nreq, const void *args,
+		  void *out);
+/* Progresses once: 1 done, 0 not yet, < 0 failed; req stays valid. */
+int ptp_req_test(struct ptp_req *req);
+/* Waits up to timeout_ms; frees req whatever the result. */
+int ptp_req_wait(struct ptp_req *req, int timeout_ms);
 
 #endif

@@ -19,6 +19,8 @@
  * the figures are the means over the ranks, as bcast.c's.
  * Targets (issue 19): latency <= 1.15x ptp at 2 ranks, <= 1.0x at more;
  * overlap of a 64 KiB ialltoall >= 50% at 2 ranks and >= 2x ptp's.
+ * coll.c runs it all; here are the calls, the check, the timed loop and
+ * the report's head.
  */
 #include "bench.h"
 #include "baseline/ptp.h"
@@ -28,112 +30,50 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#define AA_BASELINE "ptp"
-#define AA_MAX_SIZES 6
-#define AA_MAX_SIZE ((size_t)4 << 20)
-#define AA_OVERLAP_SIZE 65536
 #define AA_INFLIGHT 3		/* both implementations' bound */
 #define AA_CHECKS 2		/* blocking alltoalls of the check */
 #define AA_POISON 0x5a		/* a receive buffer before a checked call */
-
-struct aa_opts {
-	int iters, warmup, timeout_ms;
-	size_t segment;
-	size_t sizes[AA_MAX_SIZES];
-	int nsizes;
-	const char *csv;
-};
-
-struct aa_impl {
-	const char *name;		/* "ptp", "mq" */
-	struct emunic_dev *dev;
-	struct emunic_coll *coll;
-	struct emunic_ptp_a2a *p;
-};
 
 struct aa_req {
 	struct emunic_ptp_a2a_req *p;
 	struct emunic_coll_req *c;
 };
 
-/* One rank's figures at one size, ns; gathered to average over ranks. */
-struct aa_fig {
-	double lat, p50, pure, compute, total;
-};
-
-/* What the report shows: means over the ranks. */
-struct aa_sum {
-	double lat, p50, overlap;
-};
-
-static size_t max_size(const struct aa_opts *o)
+static int ptp_open(struct bench *b, const struct coll_opts *o, int spin, void **ptp)
 {
-	size_t m = 8;
+	struct emunic_ptp_a2a *p = NULL;
+	int r = emunic_ptp_a2a_create(b->boot, bench_coll_max_size(o), o->segment, o->timeout_ms, spin, &p);
 
-	for (int i = 0; i < o->nsizes; i++)
-		m = o->sizes[i] > m ? o->sizes[i] : m;
-	return m;
+	*ptp = p;
+	return r ? bench_err(b, r, "ptp: emunic_ptp_a2a_create") : 0;
 }
 
-static int im_open(struct bench *b, const struct aa_opts *o, struct aa_impl *im, char *device, size_t len)
+static void ptp_close(void *ptp)
 {
-	struct emunic_coll_attr ca;
-	int r;
-
-	if (!strcmp(im->name, AA_BASELINE)) {
-		/* A core each: poll, as the barrier's ptp does; else sleep. */
-		int spin = sysconf(_SC_NPROCESSORS_ONLN) >= bench_local_ranks(b) ? -1 : 50;
-
-		r = emunic_ptp_a2a_create(b->boot, max_size(o), o->segment, o->timeout_ms, spin, &im->p);
-		return r ? bench_err(b, r, "ptp: emunic_ptp_a2a_create") : 0;
-	}
-	r = bench_open_dev(b, NULL, &im->dev, device, len);
-	if (r)
-		return r;
-	emunic_coll_attr_init(&ca);
-	ca.kind = EMUNIC_COLL_ALLTOALL;
-	ca.max_bytes = max_size(o);
-	ca.segment = o->segment;
-	ca.timeout_ms = o->timeout_ms;
-	r = emunic_coll_create(im->dev, &ca, &im->coll);
-	return r ? bench_err(b, r, "mq: emunic_coll_create (alltoall, blocks up to %zu bytes)", ca.max_bytes) : 0;
+	emunic_ptp_a2a_destroy(ptp);
 }
 
-static void im_close(struct aa_impl *im)
+static int im_alltoall(struct coll_impl *im, const void *sbuf, void *rbuf, size_t block)
 {
-	if (im->coll)
-		emunic_coll_destroy(im->coll);
-	if (im->dev)
-		emunic_dev_close(im->dev);
-	if (im->p)
-		emunic_ptp_a2a_destroy(im->p);
-	im->coll = NULL;
-	im->dev = NULL;
-	im->p = NULL;
+	return im->ptp ? emunic_ptp_alltoall(im->ptp, sbuf, rbuf, block) : emunic_alltoall(im->coll, sbuf, rbuf, block);
 }
 
-static int im_alltoall(struct aa_impl *im, const void *sbuf, void *rbuf, size_t block)
-{
-	return im->p ? emunic_ptp_alltoall(im->p, sbuf, rbuf, block) : emunic_alltoall(im->coll, sbuf, rbuf, block);
-}
-
-static int im_ialltoall(struct aa_impl *im, const void *sbuf, void *rbuf, size_t block, struct aa_req *q)
+static int im_ialltoall(struct coll_impl *im, const void *sbuf, void *rbuf, size_t block, struct aa_req *q)
 {
 	*q = (struct aa_req){ 0 };
-	return im->p ? emunic_ptp_ialltoall(im->p, sbuf, rbuf, block, &q->p)
+	return im->ptp ? emunic_ptp_ialltoall(im->ptp, sbuf, rbuf, block, &q->p)
 		     : emunic_ialltoall(im->coll, sbuf, rbuf, block, &q->c);
 }
 
-static int im_wait(struct aa_impl *im, struct aa_req *q, int timeout_ms)
+static int im_wait(struct coll_impl *im, struct aa_req *q, int timeout_ms)
 {
-	return im->p ? emunic_ptp_a2a_wait(q->p, timeout_ms) : emunic_coll_wait(q->c, timeout_ms);
+	return im->ptp ? emunic_ptp_a2a_wait(q->p, timeout_ms) : emunic_coll_wait(q->c, timeout_ms);
 }
 
 /* -ENOSPC only while an earlier call's copies or landing segments are not
  * yet free: retried, within the bound. */
-static int im_ialltoall_retry(struct aa_impl *im, const void *sbuf, void *rbuf, size_t block, struct aa_req *q,
+static int im_ialltoall_retry(struct coll_impl *im, const void *sbuf, void *rbuf, size_t block, struct aa_req *q,
 			      int timeout_ms)
 {
 	int64_t deadline = bench_mono_ns() + (int64_t)timeout_ms * 1000000;
@@ -145,7 +85,7 @@ static int im_ialltoall_retry(struct aa_impl *im, const void *sbuf, void *rbuf, 
 }
 
 /* post, work for `work` loop iterations, wait. */
-static int im_overlapped(struct aa_impl *im, const void *sbuf, void *rbuf, size_t block, uint64_t work,
+static int im_overlapped(struct coll_impl *im, const void *sbuf, void *rbuf, size_t block, uint64_t work,
 			 int timeout_ms)
 {
 	struct aa_req q;
@@ -173,7 +113,7 @@ static void fill(const struct bench *b, unsigned char *sbuf, unsigned char *rbuf
 	memset(rbuf, AA_POISON, (size_t)b->size * block);
 }
 
-static int verify(const struct bench *b, const struct aa_impl *im, const unsigned char *rbuf, size_t block,
+static int verify(const struct bench *b, const struct coll_impl *im, const unsigned char *rbuf, size_t block,
 		  unsigned seed, const char *what)
 {
 	size_t bad = 0, first = 0;
@@ -192,27 +132,10 @@ static int verify(const struct bench *b, const struct aa_impl *im, const unsigne
 			 rbuf[(size_t)from * block + first], expect(b, from, b->rank, first, seed), bad);
 }
 
-/* Every rank learns whether any failed, so all stop together instead of
- * waiting in an alltoall for a rank that left. */
-static int agree(struct bench *b, int r)
-{
-	int *all = calloc((size_t)b->size, sizeof(*all)), g, bad = -1;
-
-	g = all ? emunic_boot_allgather(b->boot, &r, sizeof(r), all) : -ENOMEM;
-	for (int q = 0; !g && q < b->size && bad < 0; q++)
-		bad = all[q] ? q : -1;
-	if (!r && g)
-		r = bench_err(b, g, "the allgather of the check results");
-	else if (!r && bad >= 0)
-		r = bench_err(b, all[bad], "rank %d failed (its line says why)", bad);
-	free(all);
-	return r;
-}
-
 /* ---- the check ------------------------------------------------------------- */
 
 /* Blocking alltoalls, a different pattern each, into the same buffers. */
-static int check_blocking(struct bench *b, struct aa_impl *im, unsigned char *sbuf, unsigned char *rbuf, size_t block)
+static int check_blocking(struct bench *b, struct coll_impl *im, unsigned char *sbuf, unsigned char *rbuf, size_t block)
 {
 	int r = 0;
 
@@ -230,7 +153,7 @@ static int check_blocking(struct bench *b, struct aa_impl *im, unsigned char *sb
 /* Three ialltoalls in flight, each its own buffers and pattern: one waits
  * for the oldest only when refused with -ENOSPC (or, none to wait, retries:
  * earlier calls' copies may still be sending). */
-static int check_inflight(struct bench *b, const struct aa_opts *o, struct aa_impl *im, unsigned char **sbuf,
+static int check_inflight(struct bench *b, const struct coll_opts *o, struct coll_impl *im, unsigned char **sbuf,
 			  unsigned char **rbuf, size_t block)
 {
 	struct aa_req q[AA_INFLIGHT];
@@ -262,7 +185,7 @@ static int check_inflight(struct bench *b, const struct aa_opts *o, struct aa_im
 	return r;
 }
 
-static int check(struct bench *b, const struct aa_opts *o, struct aa_impl *im, size_t block)
+static int check(struct bench *b, const struct coll_opts *o, struct coll_impl *im, size_t block)
 {
 	size_t len = (size_t)b->size * block + 1;
 	unsigned char *sbuf[AA_INFLIGHT], *rbuf[AA_INFLIGHT];
@@ -282,23 +205,16 @@ static int check(struct bench *b, const struct aa_opts *o, struct aa_impl *im, s
 		free(sbuf[k]);
 		free(rbuf[k]);
 	}
-	return agree(b, r);
+	return bench_coll_agree(b, r);
 }
 
 /* ---- timing ---------------------------------------------------------------- */
-
-static int sync_ranks(struct bench *b)
-{
-	int r = emunic_boot_barrier(b->boot);
-
-	return r ? bench_err(b, r, "the bootstrap barrier between loops") : 0;
-}
 
 /* Mean time of `iters` calls of post + `work` + wait, back to back after a
  * barrier, in ns; samp: each call's.  The first call lands in rbuf[0], the
  * others in rbuf[1]; both are verified once the clock stopped (the first
  * and the last call). */
-static int timed(struct bench *b, const struct aa_opts *o, struct aa_impl *im, size_t block, uint64_t work,
+static int timed(struct bench *b, const struct coll_opts *o, struct coll_impl *im, size_t block, uint64_t work,
 		 double *samp, double *mean_ns)
 {
 	size_t len = (size_t)b->size * block + 1;
@@ -310,7 +226,7 @@ static int timed(struct bench *b, const struct aa_opts *o, struct aa_impl *im, s
 		fill(b, sbuf, rbuf[0], block, 0);
 		memset(rbuf[1], AA_POISON, len);
 	}
-	rc = rc ? rc : sync_ranks(b);
+	rc = rc ? rc : bench_coll_sync(b, "between loops");
 	t0 = t1 = bench_mono_ns();
 	for (int i = 0; !rc && i < o->iters; i++) {
 		unsigned char *rb = rbuf[i > 0];
@@ -331,119 +247,31 @@ static int timed(struct bench *b, const struct aa_opts *o, struct aa_impl *im, s
 	free(sbuf);
 	free(rbuf[0]);
 	free(rbuf[1]);
-	return agree(b, rc);
+	return bench_coll_agree(b, rc);
 }
 
-/* This rank's figures at one size. */
-static int run_size(struct bench *b, const struct aa_opts *o, struct aa_impl *im, size_t block, struct aa_fig *f)
+static int warmup(struct bench *b, const struct coll_opts *o, struct coll_impl *im, size_t block)
 {
 	size_t len = (size_t)b->size * block + 1;
-	double *samp = calloc((size_t)o->iters, sizeof(double));
 	unsigned char *ws = calloc(1, len), *wr = calloc(1, len);
-	char sz[16];
-	uint64_t work;
-	int64_t t0;
-	int r = samp && ws && wr ? 0 : bench_err(b, -ENOMEM, "buffers of %zu bytes", len);
+	int r = ws && wr ? 0 : bench_err(b, -ENOMEM, "buffers of %zu bytes", len);
 
-	bench_size_str(sz, sizeof(sz), block);
-	bench_progress(b, "[%s] %s: check", im->name, sz);
-	r = r ? r : check(b, o, im, block);
-	bench_progress(b, "[%s] %s: latency", im->name, sz);
 	for (int i = 0; !r && i < o->warmup; i++) {
 		r = im_alltoall(im, ws, wr, block);
 		if (r)
 			r = bench_err(b, r, "%s: warm-up alltoall %d of %d (%zu-byte blocks)", im->name, i, o->warmup,
 				      block);
 	}
-	r = r ? r : timed(b, o, im, block, 0, samp, &f->lat);
-	if (!r)
-		f->p50 = bench_median(samp, o->iters);
-	bench_progress(b, "[%s] %s: overlap", im->name, sz);
-	r = r ? r : timed(b, o, im, block, 0, NULL, &f->pure);
-	work = bench_work_iters(b, f->pure);
-	t0 = bench_mono_ns();
-	for (int i = 0; !r && i < o->iters; i++)
-		bench_nops(work);
-	f->compute = (double)(bench_mono_ns() - t0) / o->iters;
-	r = r ? r : timed(b, o, im, block, work, NULL, &f->total);
-	free(samp);
 	free(ws);
 	free(wr);
 	return r;
 }
 
-/* Means over the ranks; the overlap from the mean times, as OSU's. */
-static int summarize(struct bench *b, const struct aa_fig *f, struct aa_sum *s)
-{
-	struct aa_fig *all = calloc((size_t)b->size, sizeof(*all)), m = { 0 };
-	int r = all ? emunic_boot_allgather(b->boot, f, sizeof(*f), all) : -ENOMEM;
-
-	*s = (struct aa_sum){ 0 };
-	for (int q = 0; !r && q < b->size; q++) {
-		m.lat += all[q].lat / b->size;
-		m.p50 += all[q].p50 / b->size;
-		m.pure += all[q].pure / b->size;
-		m.compute += all[q].compute / b->size;
-		m.total += all[q].total / b->size;
-	}
-	free(all);
-	if (r)
-		return bench_err(b, r, "the allgather of the figures");
-	s->lat = m.lat;
-	s->p50 = m.p50;
-	s->overlap = m.pure > 0 ? 100.0 * (1.0 - (m.total - m.compute) / m.pure) : 0;
-	s->overlap = s->overlap < 0 ? 0 : s->overlap > 100 ? 100 : s->overlap;
-	return 0;
-}
-
-static int measure(struct bench *b, const struct aa_opts *o, struct aa_impl *im, size_t block, struct aa_sum *s)
-{
-	struct aa_fig f = { 0 };
-	char sz[16], m[40];
-	int r = run_size(b, o, im, block, &f);
-
-	r = r ? r : summarize(b, &f, s);
-	if (r)
-		return r;
-	bench_size_str(sz, sizeof(sz), block);
-	snprintf(m, sizeof(m), "alltoall_latency_%s", sz);
-	r = bench_add(b, im->name, m, s->lat / 1e3, "us");
-	snprintf(m, sizeof(m), "alltoall_latency_p50_%s", sz);
-	r = r ? r : bench_add(b, im->name, m, s->p50 / 1e3, "us");
-	snprintf(m, sizeof(m), "ialltoall_overlap_%s", sz);
-	return r ? r : bench_add(b, im->name, m, s->overlap, "%");
-}
-
 /* ---- report ---------------------------------------------------------------- */
 
-static void report_targets(const struct bench *b, const struct aa_opts *o, struct aa_sum (*fig)[AA_MAX_SIZES])
+static void report_head(const struct bench *b, const struct coll_opts *o, const char *device)
 {
-	double lat_limit = b->size == 2 ? 1.15 : 1.0;
-	char ctx[96], sz[16];
-
-	printf("\ntargets (reported, never asserted)\n");
-	for (int s = 0; s < o->nsizes; s++) {
-		char what[64];
-
-		bench_size_str(sz, sizeof(sz), o->sizes[s]);
-		snprintf(what, sizeof(what), "alltoall %s mean <= %.2fx ptp (%d ranks)", sz, lat_limit, b->size);
-		snprintf(ctx, sizeof(ctx), "median %.2fx", fig[1][s].p50 / fig[0][s].p50);
-		bench_target_ratio(what, "mq", fig[1][s].lat / fig[0][s].lat, lat_limit, true, ctx);
-		if (o->sizes[s] != AA_OVERLAP_SIZE || b->size != 2)
-			continue;
-		snprintf(ctx, sizeof(ctx), "ptp %.1f%%", fig[0][s].overlap);
-		printf("  %-7s %-42s %-9s %.1f%%; %s\n", fig[1][s].overlap >= 50 ? "met" : "MISSED",
-		       "ialltoall 64K overlap >= 50% (2 ranks)", "mq", fig[1][s].overlap, ctx);
-		bench_target_ratio("ialltoall 64K overlap >= 2x ptp's (2 ranks)", "mq",
-				   fig[0][s].overlap > 0 ? fig[1][s].overlap / fig[0][s].overlap : fig[1][s].overlap > 0 ? 99 : 0,
-				   2.0, false, ctx);
-	}
-}
-
-static void report(const struct bench *b, const struct aa_opts *o, const char *device,
-		   struct aa_sum (*fig)[AA_MAX_SIZES])
-{
-	char sz[16], seg[16];
+	char seg[16];
 
 	bench_size_str(seg, sizeof(seg), o->segment);
 	printf("\nemunic-bench alltoall: offloaded (mq, the pairwise exchange on the progress core) vs host-progressed "
@@ -452,90 +280,32 @@ static void report(const struct bench *b, const struct aa_opts *o, const char *d
 	       "  figures      the calls of a loop back to back after a barrier, means over the ranks\n"
 	       "  overlap      OSU: 100 x (1 - (t_total - t_compute) / t_pure), work sized to t_pure\n\n",
 	       device, b->size, o->segment ? seg : "default", o->iters);
-	printf("  %-8s %-5s %12s %12s %10s %10s\n", "size", "impl", "mean, us", "median, us", "vs ptp", "overlap %");
-	for (int s = 0; s < o->nsizes; s++) {
-		bench_size_str(sz, sizeof(sz), o->sizes[s]);
-		for (int k = 0; k < 2; k++) {
-			printf("  %-8s %-5s %12.1f %12.1f ", sz, k ? "mq" : "ptp", fig[k][s].lat / 1e3, fig[k][s].p50 / 1e3);
-			if (k)
-				printf("%9.2fx", fig[1][s].lat / fig[0][s].lat);
-			else
-				printf("%10s", "-");
-			printf(" %10.1f\n", fig[k][s].overlap);
-		}
-	}
-	report_targets(b, o, fig);
-	bench_write_csv(b, AA_BASELINE);
 }
 
-/* ---- options --------------------------------------------------------------- */
-
-static bool add_size(void *ctx, const char *s)
-{
-	struct aa_opts *o = ctx;
-	size_t v = strcmp(s, "0") ? bench_parse_size(s) : 0;
-
-	if ((!v && strcmp(s, "0")) || v > AA_MAX_SIZE || o->nsizes == AA_MAX_SIZES)
-		return false;
-	o->sizes[o->nsizes++] = v;
-	return true;
-}
-
-struct aa_parse {
-	struct aa_opts *o;
-	const char *sizes;
+static const struct coll_bench alltoall_bench = {
+	.cmd = "alltoall",
+	.kind = EMUNIC_COLL_ALLTOALL,
+	.max_what = "blocks up to",
+	.iters = 100,
+	.sizes = "8,8K,64K",
+	.sizes_wants = "block sizes, each 0 to 4M bytes (0, 8, 8K, 64K)",
+	.max_size = (size_t)4 << 20,
+	.align = 1,
+	.zero = true,
+	.segment = true,
+	.means = true,
+	.overlap_size = 65536,
+	.ptp_open = ptp_open,
+	.ptp_close = ptp_close,
+	.check = check,
+	.warmup = warmup,
+	.timed = timed,
+	.report_head = report_head,
 };
-
-static int aa_opt(const char *cmd, const char *name, int val, const char *arg, void *ctx)
-{
-	struct aa_parse *p = ctx;
-
-	if (val == 'k')
-		return bench_opt_int(cmd, name, arg, 1, 1000000, "a count in 1..1000000", &p->o->iters);
-	if (val == 'w')
-		return bench_opt_int(cmd, name, arg, 0, 1000000, "a count in 0..1000000", &p->o->warmup);
-	if (val == 's') {
-		p->o->segment = bench_parse_size(arg);
-		return p->o->segment && p->o->segment <= AA_MAX_SIZE ? 0 :
-		       bench_usage_error(cmd, "--%s wants bytes in 1..4M (32K), not '%s'", name, arg);
-	}
-	p->sizes = arg;
-	return 0;
-}
 
 int bench_alltoall_main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "iters", required_argument, NULL, 'k' }, { "warmup", required_argument, NULL, 'w' },
-		{ "sizes", required_argument, NULL, 'z' }, { "segment", required_argument, NULL, 's' }, OPTS_COMMON
-	};
-	struct aa_opts o = { .iters = 100, .warmup = 10, .timeout_ms = 60000 };
-	struct aa_parse p = { .o = &o };
-	struct common_opts com = { .timeout_ms = o.timeout_ms };
-	struct aa_impl im[2] = { { .name = AA_BASELINE }, { .name = "mq" } };
-	struct aa_sum fig[2][AA_MAX_SIZES];
-	char device[96] = "?";
-	struct bench b = { 0 };
-	int r = bench_parse_opts("alltoall", argc, argv, lo, aa_opt, &p, &com);
-
-	if (r)
-		return r;	/* EXIT_USAGE, or BENCH_HELP: main.c prints the manual */
-	if (!bench_each_item(p.sizes ? p.sizes : "8,8K,64K", add_size, &o))
-		return bench_usage_error("alltoall", "--sizes wants up to %d block sizes, each 0 to 4M bytes (0, 8, "
-					 "8K, 64K), not '%s'", AA_MAX_SIZES, p.sizes);
-	o.timeout_ms = com.timeout_ms;
-	o.csv = com.csv;
-	r = bench_init(&b, "alltoall", o.csv);
-	r = r ? r : bench_calibrate(&b);
-	for (int k = 0; k < 2 && !r; k++) {
-		r = im_open(&b, &o, &im[k], device, sizeof(device));
-		for (int s = 0; s < o.nsizes && !r; s++)
-			r = measure(&b, &o, &im[k], o.sizes[s], &fig[k][s]);
-		im_close(&im[k]);
-	}
-	if (!r && b.rank == 0)
-		report(&b, &o, device, fig);
-	return bench_fini(&b, r);
+	return bench_coll_main(&alltoall_bench, argc, argv);
 }
 
 const char bench_alltoall_help[] =

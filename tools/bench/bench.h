@@ -9,19 +9,26 @@
  *    loop and medians, table cells, target lines;
  *  - the option machinery of opts.c: the table entries every subcommand
  *    ends its options with, bench_parse_opts and the parsers of values;
+ *  - coll.c's frame of the collective benchmarks (allreduce.c, bcast.c,
+ *    alltoall.c): struct coll_bench, what differs between them, and
+ *    bench_coll_main, the options, the loop, the OSU overlap, the figures,
+ *    the CSV rows, the table and the target lines they share;
  *  - each subcommand's entry point and --help section (barrier.c,
  *    allreduce.c, bcast.c, alltoall.c, trig.c, rndv.c, p2p.c, conn.c,
  *    faults.c, idle.c, potato.c, instr.c), for the table in main.c;
  *  - potato.c's game, which instr.c plays under callgrind.
  * main.c says what the subcommands are and how a new one is added.  Calls
- * point one way: main.c to the subcommands, they to opts.c and common.c;
- * nothing calls main.c, which is why --help comes back to it as BENCH_HELP;
- * instr.c calls potato.c's game, and nothing calls back.
+ * point one way: main.c to the subcommands, they to coll.c, opts.c and
+ * common.c, coll.c to opts.c and common.c; nothing calls main.c, which is
+ * why --help comes back to it as BENCH_HELP; instr.c calls potato.c's game,
+ * and nothing calls back but through the callbacks of the struct coll_bench
+ * a collective subcommand hands bench_coll_main.
  */
 #ifndef EMUNIC_BENCH_H
 #define EMUNIC_BENCH_H
 
 #include <emunic.h>
+#include <emunic/coll.h>
 
 #include <getopt.h>
 #include <stdbool.h>
@@ -128,6 +135,64 @@ int bench_opt_double(const char *cmd, const char *name, const char *arg, double 
 		     double *out);
 size_t bench_parse_size(const char *s);
 bool bench_each_item(const char *list, bool (*item)(void *, const char *), void *o);
+
+/* ---- coll.c: the collective benchmarks' frame ----------------------------- */
+
+#define COLL_MAX_SIZES 6
+
+struct coll_opts {
+	int iters, warmup, timeout_ms;
+	size_t segment;			/* --segment; 0: the default */
+	size_t sizes[COLL_MAX_SIZES];	/* bytes (alltoall: a peer's block) */
+	int nsizes;
+};
+
+/* One of the two implementations: ptp (the baseline) or mq (the offload). */
+struct coll_impl {
+	const char *name;		/* "ptp", "mq" */
+	struct emunic_dev *dev;		/* mq's */
+	struct emunic_coll *coll;	/* mq's */
+	void *ptp;			/* ptp's handle, of the subcommand's type */
+};
+
+/* A collective subcommand: what differs.  The callbacks return 0 or a
+ * negative errno, having said why (bench_err). */
+struct coll_bench {
+	const char *cmd;		/* the name, in the table, targets, metrics */
+	enum emunic_coll_kind kind;	/* mq's */
+	const char *max_what;		/* mq's create error: "(CMD, MAX_WHAT N bytes)" */
+	int iters;			/* --iters' default */
+	const char *sizes;		/* --sizes' default */
+	const char *sizes_wants;	/* the --sizes error: "wants up to 6 SIZES_WANTS" */
+	size_t max_size;		/* of --sizes and --segment */
+	size_t align;			/* --sizes are multiples of it */
+	bool zero;			/* --sizes may hold 0 */
+	bool segment;			/* there is --segment (ptp's and mq's) */
+	bool means;			/* figures are means over the ranks, else rank 0's */
+	bool slowest;			/* the slowest rank's mean: a column, a metric */
+	size_t overlap_size;		/* the size of the overlap targets (2 ranks) */
+	/* ptp's handle, for max size bench_coll_max_size(o); spin: its spin_us */
+	int (*ptp_open)(struct bench *b, const struct coll_opts *o, int spin, void **ptp);
+	void (*ptp_close)(void *ptp);
+	/* the data check before timing (NULL: none), every rank */
+	int (*check)(struct bench *b, const struct coll_opts *o, struct coll_impl *im, size_t bytes);
+	/* o->warmup blocking calls */
+	int (*warmup)(struct bench *b, const struct coll_opts *o, struct coll_impl *im, size_t bytes);
+	/* Mean time of o->iters calls, ns; samp (each call's) only when
+	 * blocking calls are timed; else post, bench_nops(work), wait. */
+	int (*timed)(struct bench *b, const struct coll_opts *o, struct coll_impl *im, size_t bytes, uint64_t work,
+		     double *samp, double *mean_ns);
+	/* The report's first lines, up to the table (rank 0). */
+	void (*report_head)(const struct bench *b, const struct coll_opts *o, const char *device);
+};
+
+/* Parses argv, measures, reports; the exit status, or BENCH_HELP. */
+int bench_coll_main(const struct coll_bench *cb, int argc, char **argv);
+size_t bench_coll_max_size(const struct coll_opts *o);
+/* A bootstrap barrier; where: "between loops", in its error. */
+int bench_coll_sync(struct bench *b, const char *where);
+/* Every rank learns whether any failed (r != 0): all stop together. */
+int bench_coll_agree(struct bench *b, int r);
 
 /* ---- potato.c's game, for instr.c ---------------------------------------- */
 
