@@ -18,6 +18,7 @@ CHECKS = {
     "invalid": "invalid lists are rejected and leave the MQ usable",
     "close_inflight": "closing the device with work in flight cancels it and returns",
     "wait_error": "a failed completion counted by an unsignaled WAIT surfaces on the MQ with its status",
+    "wait_before_failure": "a WAIT met by the successes before a failure succeeds; one counting it fails",
 }
 
 

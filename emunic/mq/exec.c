@@ -59,6 +59,7 @@ static void cq_complete(struct emunic_dev *d, struct emunic_cq *cq, const struct
 		cq->err_status = wc->status;
 		cq->err_peer = wc->peer;
 		cq->err_qpn = wc->qp_num;
+		cq->err_n = n;
 	}
 	if (n > atomic_load_explicit(&cq->covered, memory_order_acquire) && !(cq->flags & EMUNIC_CQ_COUNT_ONLY) &&
 	    !emunic_ring_push(&cq->wc, &e))
@@ -182,8 +183,11 @@ static int run_mq(struct emunic_dev *d, struct emunic_mq *mq)
 				return n;	/* blocks the queue, as on the HCA */
 			}
 			/* A failure among the completions it counts is never
-			 * hidden: the WAIT completes with it, signaled or not. */
-			if (cq->err_status) {
+			 * hidden: the WAIT completes with it, signaled or not.
+			 * One that came after them (a peer that left once its
+			 * data was in, flushing the receives behind it) is not
+			 * this WAIT's: it fails the WAITs that count it. */
+			if (cq->err_status && cq->err_n <= t->target) {
 				wc.status = cq->err_status;
 				wc.peer = cq->err_peer;
 				wc.qp_num = cq->err_qpn;

@@ -26,6 +26,7 @@ struct emunic_cq {
 	/* engine */
 	int err_status, err_peer;	/* the first failed completion (sticky) */
 	uint32_t err_qpn;
+	uint64_t err_n;			/* ... its place in count */
 	struct emunic_mq *blocked;	/* MQs whose next WAIT counts on this CQ */
 };
 

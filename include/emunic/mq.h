@@ -30,12 +30,14 @@
  *  - Counts are in work requests.  Every data task produces one completion on
  *    its QP's send or receive CQ, failed ones included.
  *  - Failures are never hidden: once a CQ has produced a failed completion,
- *    every WAIT on it completes on the MQ with that status, peer and QP
- *    number, flagged SIGNAL or not (as verbs reports error CQEs of unsignaled
- *    work).  Such a WAIT ends its task list: the list's later WAIT, SEND_EN
- *    and RECV_EN do not run and, if SIGNAL, complete with WR_FLUSH_ERR (as a
- *    QP's work after a failure flushes), so nothing a failed step guarded is
- *    released.  Later lists run as usual.
+ *    every WAIT on it whose count reaches that completion completes on the
+ *    MQ with that status, peer and QP number, flagged SIGNAL or not (as
+ *    verbs reports error CQEs of unsignaled work); a WAIT met by the
+ *    successes before it completes as usual.  Such a failed WAIT ends its
+ *    task list: the list's later WAIT, SEND_EN and RECV_EN do not run and,
+ *    if SIGNAL, complete with WR_FLUSH_ERR (as a QP's work after a failure
+ *    flushes), so nothing a failed step guarded is released.  Later lists
+ *    run as usual.
  *  - Depths: a CQ queues up to `depth` unpolled completions (more are counted
  *    as overruns); an MQ holds up to `depth` unfinished control tasks and
  *    queues up to `depth` unpolled completions (more are lost, with a line).

@@ -463,6 +463,38 @@ static void t_invalid(void)
 	sync_ranks();
 }
 
+/* A WAIT met by the successes before a failure completes as usual; one
+ * whose count reaches the failure completes with it.  Rank 0's first send
+ * lands, its second meets RNR (one receive posted, rnr_retry 0). */
+static void t_wait_before_failure(void)
+{
+	struct emunic_task w;
+	struct emunic_wc wc;
+
+	setup(0, 0);
+	if (T->rank == 1)
+		recvs(1);
+	sync_ranks();
+	if (T->rank == 0) {
+		sends(2);
+		CHECK(await(T->scq, 2) == 2, "the two sends did not both complete");
+		w = ctl(EMUNIC_TASK_WAIT, 1, EMUNIC_TASK_SIGNAL);
+		w.cq = T->scq;
+		post1(w);
+		CHECK(emunic_mq_wait(T->mq, &wc, 5000) == 0, "no MQ completion for WAIT(1)");
+		CHECK(wc.status == EMUNIC_WC_SUCCESS, "WAIT(1), met by the successful send, completed with %s",
+		      emunic_wc_status_str(wc.status));
+		w = ctl(EMUNIC_TASK_WAIT, 2, EMUNIC_TASK_SIGNAL);
+		w.cq = T->scq;
+		post1(w);
+		CHECK(emunic_mq_wait(T->mq, &wc, 5000) == 0, "no MQ completion for WAIT(2)");
+		CHECK(wc.status == EMUNIC_WC_RNR_RETRY_EXC_ERR && wc.peer == 1,
+		      "WAIT(2), which counts the failed send, completed with %s (peer %d)",
+		      emunic_wc_status_str(wc.status), wc.peer);
+	}
+	sync_ranks();
+}
+
 /* Run with EMUNIC_LIST_TASKS=4: a list of five is -E2BIG and posts nothing
  * (not even its first sends); lists of four go through and the MQ, QP and
  * CQs work on. */
@@ -511,7 +543,7 @@ static const struct { const char *name; void (*fn)(void); } checks[] = {
 	{ "consumed_after", t_consumed_after },
 	{ "signal_once", t_signal_once }, { "no_interleave", t_no_interleave }, { "rnr", t_rnr },
 	{ "wait_error", t_wait_error }, { "close_inflight", t_close_inflight }, { "invalid", t_invalid },
-	{ "list_limit", t_list_limit },
+	{ "list_limit", t_list_limit }, { "wait_before_failure", t_wait_before_failure },
 };
 
 int main(int argc, char **argv)
