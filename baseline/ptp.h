@@ -122,23 +122,37 @@ int emunic_ptp_bc_test(struct emunic_ptp_bc_req *req);
 int emunic_ptp_bc_wait(struct emunic_ptp_bc_req *req, int timeout_ms);
 
 /*
- * The host-progressed all-to-all (baseline/ptp_alltoall.c): the offloaded
- * alltoall's pairwise exchange (emunic/coll.h) over its own full mesh, run by
- * the application thread: step s + 1's sends go out only when one of its
- * calls polls and sees step s's block from rank - s arrived.  max_block: the
- * largest block (0: 64 KiB); segment: bytes per segment (0: 32 KiB, raised
- * and rounded as the offload's is); timeout_ms and spin_us as for the
- * allreduce.  sbuf is copied when it starts; rbuf holds the data once the
- * request completes.  At most three in flight.
+ * The host-progressed all-to-all, allgather and gather (baseline/
+ * ptp_exchange.c): the offloaded exchanges' schedules (emunic/coll.h;
+ * engines/coll/schedule.h's coll_xchg_step) over their own full mesh, run
+ * by the application thread: a step's sends go out only when one of its
+ * calls polls and sees the previous step's block arrived.  One object
+ * (struct emunic_ptp_a2a, whatever its kind) runs one kind: the calls of
+ * another are -EINVAL.  max_block: the largest block (0: 64 KiB); segment:
+ * bytes per segment (0: 32 KiB, raised and rounded as the offload's is);
+ * timeout_ms and spin_us as for the allreduce.  sbuf is copied when it
+ * starts; rbuf holds the data once the request completes (a gather's:
+ * on the root only; a non-root's gather completes once its sends are
+ * posted).  At most three in flight.
  */
 struct emunic_ptp_a2a;
 struct emunic_ptp_a2a_req;
+/* kind: EMUNIC_COLL_ALLTOALL, _ALLGATHER or _GATHER (else -EINVAL). */
+int emunic_ptp_xchg_create(struct emunic_boot *boot, enum emunic_coll_kind kind, size_t max_block, size_t segment,
+			   int timeout_ms, int spin_us, struct emunic_ptp_a2a **out);
+/* An alltoall object. */
 int emunic_ptp_a2a_create(struct emunic_boot *boot, size_t max_block, size_t segment, int timeout_ms, int spin_us,
 			  struct emunic_ptp_a2a **out);
 int emunic_ptp_a2a_destroy(struct emunic_ptp_a2a *p);
 int emunic_ptp_alltoall(struct emunic_ptp_a2a *p, const void *sbuf, void *rbuf, size_t block);
 int emunic_ptp_ialltoall(struct emunic_ptp_a2a *p, const void *sbuf, void *rbuf, size_t block,
 			 struct emunic_ptp_a2a_req **req);
+int emunic_ptp_allgather(struct emunic_ptp_a2a *p, const void *sbuf, void *rbuf, size_t block);
+int emunic_ptp_iallgather(struct emunic_ptp_a2a *p, const void *sbuf, void *rbuf, size_t block,
+			  struct emunic_ptp_a2a_req **req);
+int emunic_ptp_gather(struct emunic_ptp_a2a *p, const void *sbuf, void *rbuf, size_t block, int root);
+int emunic_ptp_igather(struct emunic_ptp_a2a *p, const void *sbuf, void *rbuf, size_t block, int root,
+		       struct emunic_ptp_a2a_req **req);
 /* Progresses once: 1 done, 0 not yet, < 0 failed; req stays valid. */
 int emunic_ptp_a2a_test(struct emunic_ptp_a2a_req *req);
 /* Progresses until done or timeout_ms; frees req whatever the result. */

@@ -1,10 +1,10 @@
-"""The offloaded all-to-all (emunic/coll.h, engines/coll/alltoall.c): a
+"""The offloaded all-to-all (emunic/coll.h, engines/coll/exchange.c): a
 pairwise exchange, each block in segments, split over several task lists
 where it is longer than the device's limit, checked on rxe at 2 to 8 ranks
 (issue 19): blocks of 0 bytes up to 1 MiB a rank in all, 4 KiB segments, in
 place, three in flight waited in reverse order, a late rank, a task-list
 limit forced to 16, bad calls that leave the object working, injected
-faults; and its host-progressed baseline (baseline/ptp_alltoall.c).
+faults; and its host-progressed baseline (baseline/ptp_exchange.c).
 
 The suite's time is short, so each guest command runs several checks in one
 process (emunic-alltoall takes a list; "all" is sizes, inplace and
@@ -20,13 +20,16 @@ ALIAS = {"all": ["sizes", "inplace", "inflight"], "ptp-all": ["ptp-sizes", "ptp-
 
 
 def alltoall(rxe, n, checks, prog=BIN + "/emunic-alltoall", timeout=300, spec=None, env=""):
+    """Runs emunic-alltoall's checks (each maybe prefixed "allgather-" or
+    "gather-", as tests/test_gather.py runs them) and asserts each passed."""
     f = "-f '%s' " % spec if spec else ""
     rc, out = rxe.run("%s%s -n %d -t %d %s%s %s" % (env, RUN, n, timeout - 60, f, prog, checks),
                       timeout=timeout)
     assert rc == 0, out
     for c in checks.split():
-        for name in ALIAS.get(c, [c]):
-            assert "emunic-alltoall: %s: PASS" % name in out, out
+        kind = re.match(r"((all)?gather-)?", c).group(0)
+        for name in ALIAS.get(c[len(kind):], [c[len(kind):]]):
+            assert "emunic-alltoall: %s%s: PASS" % (kind, name) in out, out
     return out
 
 

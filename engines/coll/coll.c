@@ -59,6 +59,8 @@ static const struct coll_alg *const algs[] = {
 	[EMUNIC_COLL_ALLREDUCE] = &coll_allreduce_alg,
 	[EMUNIC_COLL_BCAST] = &coll_bcast_alg,
 	[EMUNIC_COLL_ALLTOALL] = &coll_alltoall_alg,
+	[EMUNIC_COLL_ALLGATHER] = &coll_allgather_alg,
+	[EMUNIC_COLL_GATHER] = &coll_gather_alg,
 };
 
 static int create_peer(struct emunic_coll *c, int p)
@@ -143,8 +145,7 @@ static int check_attr(const struct emunic_coll_attr *a)
 		return -EINVAL;
 	if (a->conn != EMUNIC_COLL_DENSE && a->conn != EMUNIC_COLL_SPARSE)
 		return -EINVAL;
-	if (a->kind != EMUNIC_COLL_BARRIER && a->kind != EMUNIC_COLL_ALLREDUCE && a->kind != EMUNIC_COLL_BCAST &&
-	    a->kind != EMUNIC_COLL_ALLTOALL)
+	if ((unsigned)a->kind >= sizeof(algs) / sizeof(algs[0]))
 		return -EINVAL;
 	if (a->max_bytes > COLL_MAX_BYTES || a->segment > COLL_MAX_BYTES)	/* a receive's length is 32-bit */
 		return -EINVAL;

@@ -36,16 +36,16 @@ struct coll_peer {
 struct emunic_coll;
 struct coll_ar;
 struct coll_bc;
-struct coll_a2a;
+struct coll_xg;
 
 /* What one operation works on: request.c checks kind against the object's. */
 struct coll_args {
 	enum emunic_coll_kind kind;	/* the call made */
 	const void *sbuf;
 	void *rbuf;			/* bcast: the buffer (sbuf too) */
-	size_t count;			/* bcast: bytes */
+	size_t count;			/* bcast: bytes; the exchanges: the block */
 	int type, op;			/* enum emunic_calc_type, emunic_calc_op */
-	int root;			/* bcast */
+	int root;			/* bcast, gather */
 };
 
 /*
@@ -105,7 +105,7 @@ struct emunic_coll {
 	int nreq;			/* requests handed out, not yet waited */
 	struct coll_ar *ar;		/* allreduce.c's state */
 	struct coll_bc *bc;		/* bcast.c's state */
-	struct coll_a2a *a2a;		/* alltoall.c's state */
+	struct coll_xg *xg;		/* exchange.c's state */
 };
 
 struct emunic_coll_req {
@@ -122,7 +122,7 @@ int coll_timeout(const struct emunic_coll *c);
 long long coll_now_ms(void);
 /* Every task's wr_id: the operation's number above, the peer below. */
 uint64_t coll_wr_id(uint64_t seq, int peer);
-/* "barrier", "allreduce", "bcast". */
+/* "barrier", "allreduce", "bcast", "alltoall", "allgather", "gather". */
 const char *coll_kind_str(enum emunic_coll_kind k);
 /* Posts c->task[0 .. n) of operation seq: one list, or consecutive lists of
  * at most the device's limit where it is longer (seed 001's split; the MQ
@@ -140,8 +140,12 @@ extern const struct coll_alg coll_barrier_alg;
 extern const struct coll_alg coll_allreduce_alg;
 /* bcast.c: a binomial tree, pipelined in segments. */
 extern const struct coll_alg coll_bcast_alg;
-/* alltoall.c: pairwise exchange, split over lists where long. */
+/* exchange.c: alltoall and allgather (pairwise exchange, split over
+ * lists where long) and gather (linear), one engine (schedule.h's
+ * coll_xchg_step says who sends to whom). */
 extern const struct coll_alg coll_alltoall_alg;
+extern const struct coll_alg coll_allgather_alg;
+extern const struct coll_alg coll_gather_alg;
 
 /* complete.c: reads what the progress core finished; never blocks. */
 int coll_progress(struct emunic_coll *c);

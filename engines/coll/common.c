@@ -47,7 +47,8 @@ uint64_t coll_wr_id(uint64_t seq, int peer)
 const char *coll_kind_str(enum emunic_coll_kind k)
 {
 	return k == EMUNIC_COLL_BARRIER ? "barrier" : k == EMUNIC_COLL_ALLREDUCE ? "allreduce" :
-	       k == EMUNIC_COLL_BCAST ? "bcast" : k == EMUNIC_COLL_ALLTOALL ? "alltoall" : "?";
+	       k == EMUNIC_COLL_BCAST ? "bcast" : k == EMUNIC_COLL_ALLTOALL ? "alltoall" :
+	       k == EMUNIC_COLL_ALLGATHER ? "allgather" : k == EMUNIC_COLL_GATHER ? "gather" : "?";
 }
 
 int coll_post_lists(struct emunic_coll *c, unsigned n, uint64_t seq)

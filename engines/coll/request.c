@@ -125,19 +125,49 @@ int emunic_bcast(struct emunic_coll *c, void *buf, size_t bytes, int root)
 	return c ? post_wait(c, &a) : -EINVAL;
 }
 
+/* The exchanges' calls (alltoall, allgather, gather): blocking when out is
+ * NULL. */
+static int xg_call(struct emunic_coll *c, enum emunic_coll_kind kind, const void *sbuf, void *rbuf, size_t block,
+		   int root, struct emunic_coll_req **out)
+{
+	struct coll_args a = { .kind = kind, .sbuf = sbuf, .rbuf = rbuf, .count = block, .root = root };
+
+	if (!c)
+		return -EINVAL;
+	return out ? post_req(c, &a, out) : post_wait(c, &a);
+}
+
 int emunic_ialltoall(struct emunic_coll *c, const void *sbuf, void *rbuf, size_t block,
 		     struct emunic_coll_req **out)
 {
-	struct coll_args a = { .kind = EMUNIC_COLL_ALLTOALL, .sbuf = sbuf, .rbuf = rbuf, .count = block };
-
-	return c && out ? post_req(c, &a, out) : -EINVAL;
+	return out ? xg_call(c, EMUNIC_COLL_ALLTOALL, sbuf, rbuf, block, 0, out) : -EINVAL;
 }
 
 int emunic_alltoall(struct emunic_coll *c, const void *sbuf, void *rbuf, size_t block)
 {
-	struct coll_args a = { .kind = EMUNIC_COLL_ALLTOALL, .sbuf = sbuf, .rbuf = rbuf, .count = block };
+	return xg_call(c, EMUNIC_COLL_ALLTOALL, sbuf, rbuf, block, 0, NULL);
+}
 
-	return c ? post_wait(c, &a) : -EINVAL;
+int emunic_iallgather(struct emunic_coll *c, const void *sbuf, void *rbuf, size_t block,
+		      struct emunic_coll_req **out)
+{
+	return out ? xg_call(c, EMUNIC_COLL_ALLGATHER, sbuf, rbuf, block, 0, out) : -EINVAL;
+}
+
+int emunic_allgather(struct emunic_coll *c, const void *sbuf, void *rbuf, size_t block)
+{
+	return xg_call(c, EMUNIC_COLL_ALLGATHER, sbuf, rbuf, block, 0, NULL);
+}
+
+int emunic_igather(struct emunic_coll *c, const void *sbuf, void *rbuf, size_t block, int root,
+		   struct emunic_coll_req **out)
+{
+	return out ? xg_call(c, EMUNIC_COLL_GATHER, sbuf, rbuf, block, root, out) : -EINVAL;
+}
+
+int emunic_gather(struct emunic_coll *c, const void *sbuf, void *rbuf, size_t block, int root)
+{
+	return xg_call(c, EMUNIC_COLL_GATHER, sbuf, rbuf, block, root, NULL);
 }
 
 int emunic_coll_test(struct emunic_coll_req *req)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Landing rings (ring.h): shared by bcast.c and alltoall.c. */
+/* Landing rings (ring.h): shared by bcast.c and exchange.c. */
 #include "engines/coll/coll_int.h"
 #include "engines/coll/ring.h"
 

@@ -2,7 +2,7 @@
 /*
  * engines/coll/ring.h — landing rings: where a peer's segments land when
  * the operation they belong to may not be posted here yet.  A collective
- * whose size is known only at post time (bcast, alltoall) cannot tie
+ * whose size is known only at post time (bcast, the exchanges) cannot tie
  * receives to a call, yet a fast peer's data can come first; so each peer
  * that sends to this rank has a ring of nring segment-sized entries, and
  * the k-th message from it lands in entry k % nring.  Every rank calls the

@@ -88,6 +88,22 @@ bool coll_bin_paired(int a, int b, int size)
 	return pow2((a - b + size) % size) || pow2((b - a + size) % size);
 }
 
+void coll_xchg_step(enum emunic_coll_kind kind, int rank, int size, int root, int s, struct coll_xstep *st)
+{
+	*st = (struct coll_xstep){ .dst = (rank + s) % size, .blk = 0, .src = (rank - s + size) % size };
+	if (kind == EMUNIC_COLL_ALLTOALL)
+		st->blk = st->dst;
+	if (kind != EMUNIC_COLL_GATHER)
+		return;
+	st->dst = rank != root && s == 1 ? root : -1;
+	st->src = rank == root ? (root + s) % size : -1;
+}
+
+int coll_xchg_blocks(enum emunic_coll_kind kind, int size)
+{
+	return kind == EMUNIC_COLL_ALLTOALL ? size : 1;
+}
+
 size_t coll_round64(size_t n)
 {
 	return (n + 63) & ~(size_t)63;

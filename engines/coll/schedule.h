@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <emunic/coll.h>
+
 /* One step of a rank's barrier: signal peer, then (or only) wait for it. */
 struct coll_step {
 	int peer;
@@ -41,7 +43,27 @@ int coll_rd_pow2(int size);
 int coll_bin_tree(int rank, int size, int root, int *parent, int *child);
 bool coll_bin_paired(int a, int b, int size);
 
-/* The segment of a pipelined collective (bcast, alltoall), offloaded and
+/*
+ * The exchanges (alltoall, allgather, gather; LibNBC's schedules), offloaded
+ * and host-progressed alike: at step s = 1 .. size - 1 a rank sends one block
+ * of its copy of sbuf to dst (-1: no send at this step), the block at index
+ * blk of the copy, and then waits for the block of src (-1: no wait).
+ *   alltoall:   dst = rank + s with the block for dst; src = rank - s
+ *   allgather:  the same pairs, every step sending the rank's own block
+ *   gather:     linear: a non-root sends its block to root at step 1 and
+ *               waits for nothing; the root waits for root + s at step s
+ * So over the steps every rank that gets data gets one block from each other
+ * rank that sends to it, and each block is sent once per receiving rank.
+ */
+struct coll_xstep {
+	int dst, blk, src;
+};
+void coll_xchg_step(enum emunic_coll_kind kind, int rank, int size, int root, int s, struct coll_xstep *st);
+/* Blocks in a rank's sbuf (and so in its copy): size for an alltoall, 1
+ * for the others (the rank's own block). */
+int coll_xchg_blocks(enum emunic_coll_kind kind, int size);
+
+/* The segment of a pipelined collective (bcast, the exchanges), offloaded and
  * host-progressed alike: segment (0: dflt), raised so that a message of
  * limit bytes has at most max_segs, rounded up to 64 bytes, at most limit
  * so rounded. */

@@ -17,7 +17,9 @@
  * I-IV).  Allreduce: the same schedule carrying data, reduced by CALC tasks
  * (below).  Bcast: a binomial tree rooted at each call's root, pipelined in
  * segments.  Alltoall: pairwise exchange, split over several task lists
- * where longer than the device's list limit (below).
+ * where longer than the device's list limit (below).  Allgather: the same
+ * exchange, each rank sending its own block at every step.  Gather: linear,
+ * every rank sending its block straight to the root.
  *
  * Failures: a barrier is done when its partners' signals came (the task
  * list's WAIT on the receives, as on the HCA); it does not wait for its own
@@ -51,23 +53,26 @@ enum emunic_coll_kind {
 	EMUNIC_COLL_ALLREDUCE,		/* emunic_allreduce, emunic_iallreduce */
 	EMUNIC_COLL_BCAST,		/* emunic_bcast, emunic_ibcast */
 	EMUNIC_COLL_ALLTOALL,		/* emunic_alltoall, emunic_ialltoall */
+	EMUNIC_COLL_ALLGATHER,		/* emunic_allgather, emunic_iallgather */
+	EMUNIC_COLL_GATHER,		/* emunic_gather, emunic_igather */
 };
 
 struct emunic_coll_attr {
 	enum emunic_coll_signal signal;	/* BARRIER */
 	enum emunic_coll_conn conn;
 	enum emunic_coll_kind kind;
-	/* ALLREDUCE, BCAST: the largest message in bytes; ALLTOALL: the
-	 * largest block per peer (0: 64 KiB; at most 1 GiB).  An allreduce
-	 * object registers 4 x (1 + 2 x its steps) buffers of this size; a
-	 * bcast object 4 (the root's copies) plus, per peer that can be its
-	 * parent, a ring of receive segments that holds three such messages;
-	 * an alltoall object 4 x size blocks (copies of sbuf) plus such a
-	 * ring per peer. */
+	/* ALLREDUCE, BCAST: the largest message in bytes; ALLTOALL,
+	 * ALLGATHER, GATHER: the largest block per rank (0: 64 KiB; at most
+	 * 1 GiB).  An allreduce object registers 4 x (1 + 2 x its steps)
+	 * buffers of this size; a bcast object 4 (the root's copies) plus,
+	 * per peer that can be its parent, a ring of receive segments that
+	 * holds three such messages; an alltoall object 4 x size blocks
+	 * (copies of sbuf) plus such a ring per peer; an allgather or gather
+	 * object 4 blocks plus such a ring per peer. */
 	size_t max_bytes;
-	/* BCAST, ALLTOALL: a message (block) is sent in segments of this many
-	 * bytes, a bcast's forwarded down the tree as soon as each arrived
-	 * (0: 32 KiB; raised to
+	/* BCAST, ALLTOALL, ALLGATHER, GATHER: a message (block) is sent in
+	 * segments of this many bytes, a bcast's forwarded down the tree as
+	 * soon as each arrived (0: 32 KiB; raised to
 	 * max_bytes / 32 when that is larger; rounded up to a multiple of 64
 	 * bytes; at most max_bytes so rounded). */
 	size_t segment;
@@ -166,6 +171,51 @@ int emunic_bcast(struct emunic_coll *c, void *buf, size_t bytes, int root);
 int emunic_ialltoall(struct emunic_coll *c, const void *sbuf, void *rbuf, size_t block,
 		     struct emunic_coll_req **req);
 int emunic_alltoall(struct emunic_coll *c, const void *sbuf, void *rbuf, size_t block);
+
+/*
+ * Allgather: the block bytes at sbuf of every rank q land at rbuf + q x
+ * block on every rank, on a dense collective created with kind
+ * EMUNIC_COLL_ALLGATHER (max_bytes: the largest block).  The all-to-all's
+ * pairwise exchange (above), sending the rank's own block at every step:
+ * the same task lists, split alike, run by the progress core.  sbuf is
+ * copied when posted (it may be reused at once, and may be rbuf + rank x
+ * block: in place); rbuf holds the data once the request completes, copied
+ * by the call (test, wait) that sees the completion.  Every rank must call
+ * with the same block, in the same order.  Errors as for the all-to-all:
+ * -EINVAL a NULL buffer with block > 0; -EMSGSIZE block > max_bytes;
+ * -ENOSPC (nonblocking form) three in flight or earlier ones' copies or
+ * landing segments not yet free (retry; the blocking form does).
+ */
+int emunic_iallgather(struct emunic_coll *c, const void *sbuf, void *rbuf, size_t block,
+		      struct emunic_coll_req **req);
+int emunic_allgather(struct emunic_coll *c, const void *sbuf, void *rbuf, size_t block);
+
+/*
+ * Gather: the block bytes at sbuf of every rank q land at rbuf + q x block
+ * on root, on a dense collective created with kind EMUNIC_COLL_GATHER
+ * (max_bytes: the largest block; any rank may be a call's root, so each
+ * keeps a landing ring per peer).  Linear: every other rank sends its block
+ * to the root in attr.segment pieces (SEND + SEND_EN each, in one task
+ * list); the root's list WAITs for each peer's segments in turn, the last
+ * WAIT signalling its completion, all run by the progress core.  sbuf is
+ * copied when posted (it may be reused at once; on the root it may be
+ * rbuf + root x block: in place).  On the root rbuf holds the data once the
+ * request completes, copied by the call that sees the completion; elsewhere
+ * rbuf is not used (it may be NULL) and the gather completes once its
+ * sends are handed to verbs (as a bcast's root), with no round trip to the
+ * root: a send that fails later fails this rank's next gather (or this one,
+ * if not yet waited), and destroy waits for every send to be delivered.  A
+ * non-root may so run ahead of a late root by as many gathers as it keeps
+ * copies of sbuf (four): its data waits in the root's landing ring, or is
+ * held by RNR retries beyond it, never dropped.  Every rank must call with the same block and root, in the same
+ * order.  -EINVAL: root out of range, a NULL sbuf (or, on the root, rbuf)
+ * with block > 0; -EMSGSIZE: block > max_bytes; -ENOSPC (nonblocking form):
+ * three in flight, or the copies or landing segments of earlier ones not
+ * yet free (retry; the blocking form does).
+ */
+int emunic_igather(struct emunic_coll *c, const void *sbuf, void *rbuf, size_t block, int root,
+		   struct emunic_coll_req **req);
+int emunic_gather(struct emunic_coll *c, const void *sbuf, void *rbuf, size_t block, int root);
 
 /* 1 done, 0 not yet, < 0 the operation failed.  Never blocks; req stays valid. */
 int emunic_coll_test(struct emunic_coll_req *req);

@@ -1,44 +1,55 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * emunic-alltoall: the offloaded all-to-all (emunic/coll.h, engines/coll/
- * alltoall.c) and its host-progressed baseline (baseline/ptp.h).  Run by any
- * number of ranks, with one or more checks in one process:
+ * emunic-alltoall: the offloaded exchanges (emunic/coll.h, engines/coll/
+ * exchange.c) — alltoall, allgather, gather — and their host-progressed
+ * baseline (baseline/ptp.h).  Run by any number of ranks, with one or more
+ * checks in one process:
  *
  *   emunic-run -n N emunic-alltoall CHECK [CHECK...]
  *     sizes     blocks of 0, 1, 8, 1000, 64 KiB + 7 bytes and the largest
  *               (max_bytes: 1 MiB / N rounded up, and 1 MiB / N rounded
- *               down), blocking, ialltoall + wait and ialltoall + test; then
- *               on an object of 4 KiB segments (max_bytes 128 KiB: the
+ *               down), blocking, nonblocking + wait and nonblocking + test;
+ *               then on an object of 4 KiB segments (max_bytes 128 KiB: the
  *               segment is at least max_bytes / 32), blocks that are and are
- *               not a multiple of the segment, up to 32 segments a block
- *     inplace   sbuf == rbuf, the same sizes (fewer), every form
- *     inflight  three ialltoalls in flight, waited in reverse order; with
- *               the last rank 300 ms late a fourth post is -ENOSPC and test
- *               says not done (nothing can complete without that rank)
- *     late      the last rank enters 1 s late under four largest
- *               alltoalls, then under three in flight (the others' data is
- *               held by RNR, never lost), then 0.5 s late under three of
- *               4 KiB segments
+ *               not a multiple of the segment, up to 32 segments a block; a
+ *               gather also at every root in turn
+ *     inplace   sbuf == rbuf (allgather, gather: sbuf == rbuf + rank x
+ *               block), the same sizes (fewer), every form
+ *     inflight  three in flight, waited in reverse order; with the last
+ *               rank 300 ms late a fourth post is -ENOSPC and test says not
+ *               done where nothing can complete without that rank (every
+ *               rank of an alltoall or allgather; a gather's root, rank 0)
+ *     late      the last rank enters 1 s late under four largest calls, then
+ *               under three in flight (the others' data is held by RNR,
+ *               never lost), then 0.5 s late under three of 4 KiB segments
+ *               (a gather's root is the late rank, then rank 0)
  *     limit     run under EMUNIC_LIST_TASKS=16: prints the device's limit,
- *               then the sizes and three in flight, every alltoall split over
+ *               then the sizes and three in flight, every call split over
  *               several task lists
- *     invalid   NULL buffers, a block over max_bytes, a bcast / allreduce /
- *               barrier call on an alltoall object and an alltoall call on a
- *               bcast object: named errors, and both objects still work
+ *     invalid   NULL buffers, a block over max_bytes, a root out of range,
+ *               the other kinds' calls and a bcast / allreduce / barrier
+ *               call on the object, its kind's call on a bcast object: named
+ *               errors, and both objects still work
  *     fault     under emunic-run -f SPEC: every rank fails (EIO or
  *               ETIMEDOUT), each call within 2 s of its bound (2 s), and
- *               every alltoall after its first failure fails too; none hangs
+ *               every call after its first failure fails too; none hangs (a
+ *               gather's root is rank 0)
  *     all       sizes inplace inflight
  *     ptp-sizes, ptp-inplace, ptp-all   the data checks on the baseline
+ * A check runs the all-to-all; prefixed "allgather-" or "gather-" (as in
+ * gather-sizes, gather-all) it runs that kind.
  *
- * Every byte has its own pattern, by source rank, destination rank, a
- * counter every rank keeps alike and its index in the block.  Before each
- * alltoall the receive buffer and 256 bytes past its end are filled with the
- * pattern's complement: a byte not copied, or one written past the end,
- * shows.  A nonblocking call overwrites its send buffer right after posting
- * (it may reuse it at once): the others must still get the old data, and the
- * new bytes must stay.  A request waited by test calls is checked when test
- * says 1, before the wait.
+ * Every byte has its own pattern, by source rank, destination rank (none
+ * for an allgather's or gather's block: one for every receiver), a counter
+ * every rank keeps alike and its index in the block.  Before each call the
+ * receive buffer and 256 bytes past its end are filled with the pattern's
+ * complement: a byte not copied, or one written past the end, shows; so
+ * does a write to a gather's rbuf on a non-root (passed as NULL in every
+ * test-mode gather).  A gather's root is the counter mod N unless a check
+ * pins it.  A nonblocking call overwrites its send buffer right after
+ * posting (it may reuse it at once): the others must still get the old
+ * data, and the new bytes must stay.  A request waited by test calls is
+ * checked when test says 1, before the wait.
  *
  * Every rank checks; after each check the failures of every rank are
  * gathered and rank 0 prints "emunic-alltoall: CHECK: PASS" (or FAIL).
@@ -49,6 +60,7 @@
 #include "baseline/ptp.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -65,14 +77,18 @@
 #define FAULT_SLACK_MS 2000
 #define FAULT_BLOCK 1000
 #define NBUF 3
+#define NKIND 3
 
 static int rank = -1, size;
 static int fails;
 static struct emunic_boot *boot;
 static struct emunic_dev *dev;
-static unsigned iter;			/* alltoalls so far: the same on every rank */
+static unsigned iter;			/* calls so far: the same on every rank */
 static size_t maxb;			/* the main objects' max_bytes: 1 MiB / size, rounded up */
 static size_t bufb;			/* each buffer: size x the largest block of any object */
+static enum emunic_coll_kind kind = EMUNIC_COLL_ALLTOALL;	/* the running check's */
+static const char *check;		/* ... and its name */
+static int root_pin = -1;		/* a gather's root; -1: the counter mod size */
 
 /* One write a line, so that the ranks' lines do not mix. */
 #define FAIL(...) do { char m_[512]; snprintf(m_, sizeof(m_), __VA_ARGS__); \
@@ -94,10 +110,51 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
+/* ---- the kinds ----------------------------------------------------------- */
+
+static const enum emunic_coll_kind kinds[NKIND] = { EMUNIC_COLL_ALLTOALL, EMUNIC_COLL_ALLGATHER,
+						     EMUNIC_COLL_GATHER };
+static const char *const knames[NKIND] = { "alltoall", "allgather", "gather" };
+
+static int kidx(enum emunic_coll_kind k)
+{
+	return k == EMUNIC_COLL_ALLTOALL ? 0 : k == EMUNIC_COLL_ALLGATHER ? 1 : 2;
+}
+
+static const char *kname(enum emunic_coll_kind k)
+{
+	return knames[kidx(k)];
+}
+
+/* Blocks in a send buffer: one per rank for an alltoall, else one. */
+static int nblk(void)
+{
+	return kind == EMUNIC_COLL_ALLTOALL ? size : 1;
+}
+
+/* The pattern's destination of a block sent to dst: an allgather's or a
+ * gather's block is the same for every receiver. */
+static int to(int dst)
+{
+	return kind == EMUNIC_COLL_ALLTOALL ? dst : -1;
+}
+
+static int root_of(unsigned it)
+{
+	return root_pin >= 0 ? root_pin : (int)(it % (unsigned)size);
+}
+
+/* Whether this rank's rbuf gets the data of a call with that root. */
+static bool gets(int root)
+{
+	return kind != EMUNIC_COLL_GATHER || rank == root;
+}
+
 /* ---- the offload and the baseline behind one face ------------------------ */
 
 struct obj {
 	const char *name;
+	enum emunic_coll_kind kind;
 	struct emunic_coll *c;		/* the offload, or */
 	struct emunic_ptp_a2a *p;	/* the baseline */
 	size_t max;
@@ -110,16 +167,36 @@ struct req {
 	struct emunic_ptp_a2a_req *p;
 };
 
-static int o_alltoall(struct obj *o, const void *sb, void *rb, size_t block)
+/* The offload's call of kind k: the nonblocking one when req is set. */
+static int xcall(struct emunic_coll *c, enum emunic_coll_kind k, const void *sb, void *rb, size_t block, int root,
+		 struct emunic_coll_req **req)
 {
-	return o->p ? emunic_ptp_alltoall(o->p, sb, rb, block) : emunic_alltoall(o->c, sb, rb, block);
+	if (k == EMUNIC_COLL_GATHER)
+		return req ? emunic_igather(c, sb, rb, block, root, req) : emunic_gather(c, sb, rb, block, root);
+	if (k == EMUNIC_COLL_ALLGATHER)
+		return req ? emunic_iallgather(c, sb, rb, block, req) : emunic_allgather(c, sb, rb, block);
+	return req ? emunic_ialltoall(c, sb, rb, block, req) : emunic_alltoall(c, sb, rb, block);
 }
 
-static int o_ialltoall(struct obj *o, const void *sb, void *rb, size_t block, struct req *rq)
+/* The baseline's, alike. */
+static int pcall(struct emunic_ptp_a2a *p, enum emunic_coll_kind k, const void *sb, void *rb, size_t block,
+		 int root, struct emunic_ptp_a2a_req **req)
 {
-	*rq = (struct req){ .o = o };
-	return o->p ? emunic_ptp_ialltoall(o->p, sb, rb, block, &rq->p) :
-		      emunic_ialltoall(o->c, sb, rb, block, &rq->c);
+	if (k == EMUNIC_COLL_GATHER)
+		return req ? emunic_ptp_igather(p, sb, rb, block, root, req) :
+			     emunic_ptp_gather(p, sb, rb, block, root);
+	if (k == EMUNIC_COLL_ALLGATHER)
+		return req ? emunic_ptp_iallgather(p, sb, rb, block, req) : emunic_ptp_allgather(p, sb, rb, block);
+	return req ? emunic_ptp_ialltoall(p, sb, rb, block, req) : emunic_ptp_alltoall(p, sb, rb, block);
+}
+
+/* The object's call: blocking when rq is NULL. */
+static int o_call(struct obj *o, const void *sb, void *rb, size_t block, int root, struct req *rq)
+{
+	if (rq)
+		*rq = (struct req){ .o = o };
+	return o->p ? pcall(o->p, o->kind, sb, rb, block, root, rq ? &rq->p : NULL) :
+		      xcall(o->c, o->kind, sb, rb, block, root, rq ? &rq->c : NULL);
 }
 
 static int o_test(struct req *rq)
@@ -133,20 +210,20 @@ static int o_wait(struct req *rq, int ms)
 }
 
 /* Posts, retrying -ENOSPC (within the bound): a nonblocking post may find
- * the copies or landing segments of earlier alltoalls not yet free even
- * when every earlier request was waited (include/emunic/coll.h); the
- * blocking form retries so too. */
-static int o_post(struct obj *o, const void *sb, void *rb, size_t block, struct req *rq)
+ * the copies or landing segments of earlier calls not yet free even when
+ * every earlier request was waited (include/emunic/coll.h); the blocking
+ * form retries so too. */
+static int o_post(struct obj *o, const void *sb, void *rb, size_t block, int root, struct req *rq)
 {
 	long long deadline = now_ms() + WAIT_MS;
 	int r;
 
-	while ((r = o_ialltoall(o, sb, rb, block, rq)) == -ENOSPC && now_ms() < deadline)
+	while ((r = o_call(o, sb, rb, block, root, rq)) == -ENOSPC && now_ms() < deadline)
 		nanosleep(&(struct timespec){ 0, 100000 }, NULL);
 	return r;
 }
 
-static struct obj *off_main, *off_small, *ptp_main, *ptp_small;
+static struct obj *objs[NKIND][2][2];	/* by kind, baseline, 4 KiB segments */
 static int main_timeout_ms = WAIT_MS;
 
 /* Objects are made when a check first needs one: every rank runs the same
@@ -154,7 +231,8 @@ static int main_timeout_ms = WAIT_MS;
  * pair of ranks exchanges data, so the offload's objects are dense. */
 static struct obj *make(bool ptp, bool small)
 {
-	struct obj **slot = ptp ? (small ? &ptp_small : &ptp_main) : (small ? &off_small : &off_main);
+	struct obj **slot = &objs[kidx(kind)][ptp][small];
+	char name[64];
 	struct obj *o;
 	int r;
 
@@ -163,23 +241,24 @@ static struct obj *make(bool ptp, bool small)
 	o = calloc(1, sizeof(*o));
 	if (!o)
 		DIE("no memory");
+	o->kind = kind;
 	o->max = small ? SMALLB : maxb;
 	o->timeout_ms = small ? WAIT_MS : main_timeout_ms;
+	snprintf(name, sizeof(name), "%s%s%s", ptp ? "ptp " : "", kname(kind), small ? " (4 KiB segments)" : "");
+	o->name = strdup(name);
 	if (ptp) {
-		o->name = small ? "ptp (4 KiB segments)" : "ptp";
-		r = emunic_ptp_a2a_create(boot, o->max, small ? SMALLSEG : 0, o->timeout_ms, 50, &o->p);
+		r = emunic_ptp_xchg_create(boot, kind, o->max, small ? SMALLSEG : 0, o->timeout_ms, 50, &o->p);
 		if (r)
-			DIE("emunic_ptp_a2a_create (%s): %s", o->name, strerror(-r));
+			DIE("emunic_ptp_xchg_create (%s): %s", o->name, strerror(-r));
 	} else {
 		struct emunic_coll_attr a;
 
 		emunic_coll_attr_init(&a);
-		a.kind = EMUNIC_COLL_ALLTOALL;
+		a.kind = kind;
 		a.conn = EMUNIC_COLL_DENSE;
 		a.max_bytes = o->max;
 		a.segment = small ? SMALLSEG : 0;
 		a.timeout_ms = o->timeout_ms;
-		o->name = small ? "alltoall (4 KiB segments)" : "alltoall";
 		r = emunic_coll_create(dev, &a, &o->c);
 		if (r)
 			DIE("emunic_coll_create (%s): %s", o->name, strerror(-r));
@@ -197,13 +276,14 @@ static void unmake(struct obj **slot, bool fault)
 	r = o->p ? emunic_ptp_a2a_destroy(o->p) : emunic_coll_destroy(o->c);
 	if (r && !fault)
 		FAIL("destroying the %s object: %s", o->name, strerror(-r));
+	free((void *)o->name);
 	free(o);
 	*slot = NULL;
 }
 
 /* ---- data ------------------------------------------------------------------ */
 
-/* Byte i of the block src sends to dst in alltoall it. */
+/* Byte i of the block src sends to dst (-1: to every rank) in call it. */
 static unsigned char pat(int src, int dst, unsigned it, size_t i)
 {
 	uint32_t x = (uint32_t)i * 2654435761u + (uint32_t)src * 0x85ebca6bu + (uint32_t)dst * 0x27d4eb2fu +
@@ -231,79 +311,101 @@ static long bad(const unsigned char *b, size_t n, int src, int dst, unsigned it,
 	return -1;
 }
 
-/* The guard past a buffer of size blocks: garbage of its own (source
- * "size", no rank). */
-static void fill_guard(unsigned char *b, size_t block, unsigned it)
+/* One call's buffers and what it is checked against. */
+struct call {
+	unsigned char *sb, *rb;		/* rb NULL: a non-root's gather without one */
+	size_t block;
+	unsigned it;
+	int root;
+	bool inplace;			/* sb inside rb */
+	bool reused;			/* the caller rewrote sb after posting */
+};
+
+static struct call call_of(unsigned char *sb, unsigned char *rb, size_t block, bool inplace)
 {
-	fill(b + (size_t)size * block, GUARD, size, rank, it, true);
+	struct call k = { .sb = sb, .rb = rb, .block = block, .it = ++iter, .inplace = inplace };
+
+	k.root = root_of(k.it);
+	if (inplace)
+		k.sb = kind == EMUNIC_COLL_ALLTOALL ? rb : rb + (size_t)rank * block;
+	return k;
 }
 
-/* A send buffer: block q for rank q (or its complement: reused). */
-static void fill_send(unsigned char *b, size_t block, unsigned it, bool garbage)
+/* The guard past a buffer: garbage of its own (source "size", no rank). */
+static void fill_guard(unsigned char *end, unsigned it)
 {
-	for (int q = 0; q < size; q++)
-		fill(b + (size_t)q * block, block, rank, q, it, garbage);
+	fill(end, GUARD, size, rank, it, true);
 }
 
-/* Before an alltoall: the send buffer's blocks; the receive buffer all
- * garbage (block q the complement of what q sends here), guard included.
- * In place: the send blocks and the guard. */
-static void prepare(unsigned char *sb, unsigned char *rb, size_t block, unsigned it)
+/* A send buffer: block k for rank to(k) (or its complement: reused). */
+static void fill_send(const struct call *k, bool garbage)
 {
-	fill_send(sb, block, it, false);
-	if (rb != sb)
-		for (int q = 0; q < size; q++)
-			fill(rb + (size_t)q * block, block, q, rank, it, true);
-	fill_guard(rb, block, it);
-	if (rb != sb)
-		fill_guard(sb, block, it);
+	for (int b = 0; b < nblk(); b++)
+		fill(k->sb + (size_t)b * k->block, k->block, rank, to(b), k->it, garbage);
 }
 
-/* After it: block q of the receive buffer is what q sent here, the guard
+/* Before a call: the receive buffer all garbage (block q the complement
+ * of what q sends here), then the send blocks (in place: inside it), a
+ * guard past each buffer. */
+static void prepare(const struct call *k)
+{
+	for (int q = 0; k->rb && q < size; q++)
+		fill(k->rb + (size_t)q * k->block, k->block, q, to(rank), k->it, true);
+	fill_send(k, false);
+	if (k->rb)
+		fill_guard(k->rb + (size_t)size * k->block, k->it);
+	if (!k->inplace)
+		fill_guard(k->sb + (size_t)nblk() * k->block, k->it);
+}
+
+/* After it: block q of the receive buffer is what q sent here (a gather's
+ * non-root: untouched garbage, but for its own block in place), the guard
  * untouched; the send buffer (when apart) as it was, or as the caller
  * rewrote it after posting. */
-static void verify(const char *what, const unsigned char *sb, const unsigned char *rb, size_t block, unsigned it,
-		   bool reused)
+static void verify(const char *what, const struct call *k)
 {
+	size_t block = k->block;
 	long at;
 
-	for (int q = 0; q < size; q++) {
-		at = bad(rb + (size_t)q * block, block, q, rank, it, false);
+	for (int q = 0; k->rb && q < size; q++) {
+		bool want = gets(k->root) || (k->inplace && q == rank);
+		const unsigned char *b = k->rb + (size_t)q * block;
+
+		at = bad(b, block, q, to(rank), k->it, !want);
 		if (at >= 0) {
-			FAIL("%s: %zu-byte blocks (alltoall %u): byte %ld of the block from rank %d is 0x%02x, "
-			     "not 0x%02x%s", what, block, it, at, q, rb[(size_t)q * block + (size_t)at],
-			     pat(q, rank, it, (size_t)at),
-			     rb[(size_t)q * block + (size_t)at] == (unsigned char)~pat(q, rank, it, (size_t)at) ?
-			     " (never written)" : "");
+			FAIL("%s: %zu-byte blocks (%s %u, root %d): byte %ld of the block from rank %d is 0x%02x, "
+			     "not 0x%02x%s", what, block, kname(kind), k->it, k->root, at, q, b[at],
+			     want ? pat(q, to(rank), k->it, (size_t)at) : (unsigned char)~pat(q, to(rank), k->it, (size_t)at),
+			     !want ? " (a non-root's rbuf was written)" :
+			     b[at] == (unsigned char)~pat(q, to(rank), k->it, (size_t)at) ? " (never written)" : "");
 			break;
 		}
 	}
-	at = bad(rb + (size_t)size * block, GUARD, size, rank, it, true);
+	at = k->rb ? bad(k->rb + (size_t)size * block, GUARD, size, rank, k->it, true) : -1;
 	if (at >= 0)
-		FAIL("%s: %zu-byte blocks (alltoall %u): byte %ld past the receive buffer (%zu bytes) was written",
-		     what, block, it, at, (size_t)size * block);
-	if (sb == rb)
+		FAIL("%s: %zu-byte blocks (%s %u): byte %ld past the receive buffer (%zu bytes) was written",
+		     what, block, kname(kind), k->it, at, (size_t)size * block);
+	if (k->inplace)
 		return;
-	for (int q = 0; q < size; q++) {
-		at = bad(sb + (size_t)q * block, block, rank, q, it, reused);
+	for (int b = 0; b < nblk(); b++) {
+		at = bad(k->sb + (size_t)b * block, block, rank, to(b), k->it, k->reused);
 		if (at >= 0) {
-			FAIL("%s: %zu-byte blocks (alltoall %u): the send buffer's block for rank %d changed at "
-			     "byte %ld%s", what, block, it, q, at, reused ? " (rewritten by the caller after posting)" : "");
+			FAIL("%s: %zu-byte blocks (%s %u): the send buffer's block %d changed at byte %ld%s", what,
+			     block, kname(kind), k->it, b, at, k->reused ? " (rewritten by the caller after posting)" : "");
 			break;
 		}
 	}
-	at = bad(sb + (size_t)size * block, GUARD, size, rank, it, true);
+	at = bad(k->sb + (size_t)nblk() * block, GUARD, size, rank, k->it, true);
 	if (at >= 0)
-		FAIL("%s: %zu-byte blocks (alltoall %u): byte %ld past the send buffer was written", what, block, it,
-		     at);
+		FAIL("%s: %zu-byte blocks (%s %u): byte %ld past the send buffer was written", what, block,
+		     kname(kind), k->it, at);
 }
 
 enum mode { BLOCKING, WAIT, TEST };
-static const char *mode_str[] = { "alltoall", "ialltoall + wait", "ialltoall + test" };
+static const char *mode_str[] = { "blocking", "nonblocking + wait", "nonblocking + test" };
 
 /* Waits by test calls; checks the data as soon as test says done. */
-static int test_loop(struct req *rq, const char *what, const unsigned char *sb, const unsigned char *rb,
-		     size_t block, unsigned it, bool reused)
+static int test_loop(struct req *rq, const char *what, const struct call *k)
 {
 	long long deadline = now_ms() + WAIT_MS;
 	int r;
@@ -316,7 +418,7 @@ static int test_loop(struct req *rq, const char *what, const unsigned char *sb, 
 		nanosleep(&(struct timespec){ 0, 20000 }, NULL);
 	}
 	if (r == 1)
-		verify(what, sb, rb, block, it, reused);	/* before the wait */
+		verify(what, k);	/* before the wait */
 	else if (r < 0)
 		FAIL("%s: test: %s", what, strerror(-r));
 	return o_wait(rq, WAIT_MS);
@@ -324,30 +426,32 @@ static int test_loop(struct req *rq, const char *what, const unsigned char *sb, 
 
 static unsigned char *sbuf[NBUF], *rbuf[NBUF];
 
-/* One alltoall of block bytes a peer, checked on every rank. */
+/* One call of block bytes a rank, checked on every rank. */
 static void one(struct obj *o, size_t block, enum mode m, bool inplace)
 {
-	unsigned it = ++iter;
-	unsigned char *sb = sbuf[0], *rb = inplace ? sbuf[0] : rbuf[0];
-	bool reused = m != BLOCKING && !inplace;
+	struct call k = call_of(sbuf[0], rbuf[0], block, inplace);
 	char what[128];
 	struct req rq;
 	int r;
 
+	/* A non-root's rbuf is not used: NULL in every test-mode gather. */
+	if (m == TEST && !inplace && !gets(k.root))
+		k.rb = NULL;
+	k.reused = m != BLOCKING && !inplace;
 	snprintf(what, sizeof(what), "%s %s%s", o->name, mode_str[m], inplace ? " in place" : "");
-	prepare(sb, rb, block, it);
+	prepare(&k);
 	if (m == BLOCKING) {
-		r = o_alltoall(o, sb, rb, block);
+		r = o_call(o, k.sb, k.rb, block, k.root, NULL);
 	} else {
-		r = o_post(o, sb, rb, block, &rq);
-		if (!r && reused)
-			fill_send(sb, block, it, true);	/* reused at once */
+		r = o_post(o, k.sb, k.rb, block, k.root, &rq);
+		if (!r && k.reused)
+			fill_send(&k, true);	/* reused at once */
 		if (!r)
-			r = m == WAIT ? o_wait(&rq, WAIT_MS) : test_loop(&rq, what, sb, rb, block, it, reused);
+			r = m == WAIT ? o_wait(&rq, WAIT_MS) : test_loop(&rq, what, &k);
 	}
 	if (r)
-		DIE("%s: %zu-byte blocks (alltoall %u): %s", what, block, it, strerror(-r));
-	verify(what, sb, rb, block, it, reused);
+		DIE("%s: %zu-byte blocks (%s %u): %s", what, block, kname(kind), k.it, strerror(-r));
+	verify(what, &k);
 }
 
 /* ---- the checks -------------------------------------------------------------- */
@@ -378,6 +482,13 @@ static void t_sizes(bool ptp)
 
 	sizes_on(make(ptp, false), big, sizeof(big) / sizeof(big[0]), false);
 	sizes_on(make(ptp, true), small, sizeof(small) / sizeof(small[0]), false);
+	/* A gather at every root, by every form. */
+	for (int r = 0; kind == EMUNIC_COLL_GATHER && r < size; r++) {
+		root_pin = r;
+		one(make(ptp, false), 8 + (size_t)r, (enum mode)(r % 3), false);
+		one(make(ptp, true), 65536 + 7, (enum mode)((r + 1) % 3), false);
+	}
+	root_pin = -1;
 }
 
 static void t_inplace(bool ptp)
@@ -393,40 +504,43 @@ static void t_inplace(bool ptp)
 static void three(struct obj *o, const size_t *blocks, int late, long late_ms, bool fourth, const char *tag)
 {
 	struct req rq[3], extra;
-	unsigned it[3];
+	struct call k[3];
 	int r;
 
 	if (rank == late)
 		sleep_ms(late_ms);
-	for (int k = 0; k < 3; k++) {
-		it[k] = ++iter;
-		prepare(sbuf[k], rbuf[k], blocks[k], it[k]);
-		r = o_post(o, sbuf[k], rbuf[k], blocks[k], &rq[k]);
+	for (int j = 0; j < 3; j++) {
+		k[j] = call_of(sbuf[j], rbuf[j], blocks[j], false);
+		k[j].reused = true;
+		prepare(&k[j]);
+		r = o_post(o, k[j].sb, k[j].rb, blocks[j], k[j].root, &rq[j]);
 		if (r)
-			DIE("%s: ialltoall %d of 3 (%zu-byte blocks): %s", tag, k, blocks[k], strerror(-r));
-		fill_send(sbuf[k], blocks[k], it[k], true);	/* reused at once */
+			DIE("%s: %s %d of 3 (%zu-byte blocks): %s", tag, kname(kind), j, blocks[j], strerror(-r));
+		fill_send(&k[j], true);	/* reused at once */
 	}
-	/* With a late rank nothing can complete elsewhere: every rank needs
-	 * its block. */
-	if (fourth && late >= 0 && rank != late) {
-		r = o_ialltoall(o, sbuf[0], rbuf[0], 100, &extra);
+	/* With a late rank nothing can complete where its block is needed:
+	 * every rank of an alltoall or allgather, a gather's root (pinned
+	 * apart from the late rank); only those post a fourth, which none
+	 * of the others could match. */
+	if (fourth && late >= 0 && rank != late && gets(k[0].root)) {
+		r = o_call(o, sbuf[0], rbuf[0], 100, k[0].root, &extra);
 		if (r != -ENOSPC)
-			DIE("%s: a fourth ialltoall in flight: %d, not -ENOSPC", tag, r);
-		for (int k = 0; k < 3; k++)
-			if ((r = o_test(&rq[k])) != 0)
-				FAIL("%s: ialltoall %d: test says %d before the late rank posted", tag, k, r);
+			DIE("%s: a fourth %s in flight: %d, not -ENOSPC", tag, kname(kind), r);
+		for (int j = 0; j < 3; j++)
+			if ((r = o_test(&rq[j])) != 0)
+				FAIL("%s: %s %d: test says %d before the late rank posted", tag, kname(kind), j, r);
 	}
-	for (int k = 2; k >= 0; k--) {
-		r = o_wait(&rq[k], WAIT_MS);
+	for (int j = 2; j >= 0; j--) {
+		r = o_wait(&rq[j], WAIT_MS);
 		if (r)
-			DIE("%s: waiting for ialltoall %d of 3 (%zu-byte blocks): %s", tag, k, blocks[k],
+			DIE("%s: waiting for %s %d of 3 (%zu-byte blocks): %s", tag, kname(kind), j, blocks[j],
 			    strerror(-r));
 	}
-	for (int k = 0; k < 3; k++) {
+	for (int j = 0; j < 3; j++) {
 		char what[128];
 
-		snprintf(what, sizeof(what), "%s, ialltoall %d of 3 in flight", tag, k);
-		verify(what, sbuf[k], rbuf[k], blocks[k], it[k], true);
+		snprintf(what, sizeof(what), "%s, %s %d of 3 in flight", tag, kname(kind), j);
+		verify(what, &k[j]);
 	}
 }
 
@@ -440,13 +554,16 @@ static void t_inflight(bool ptp)
 
 		snprintf(tag, sizeof(tag), "round %d%s", round, round ? "" : " (the last rank 300 ms late)");
 		/* Round 0: the last rank comes 300 ms late, so nothing can
-		 * complete on the others: a fourth post must find no room,
-		 * and test must say not done. */
+		 * complete where its block is needed: a fourth post must find
+		 * no room, and test must say not done.  Later rounds: three
+		 * roots in flight at once. */
+		root_pin = round ? -1 : 0;
 		three(o, blocks, round ? -1 : size - 1, 300, round == 0, tag);
 	}
+	root_pin = -1;
 }
 
-/* The last rank enters ms late; n alltoalls of the largest block run, each
+/* The last rank enters ms late; n calls of the largest block run, each
  * completed before the next: the others' sends to it wait for its receives
  * (RNR), and must never be lost. */
 static void late_seq(struct obj *o, int n, long ms)
@@ -461,7 +578,7 @@ static void late_seq(struct obj *o, int n, long ms)
 	for (int k = 0; k < n; k++)
 		one(o, o->max - (size_t)k, (enum mode)(k % 3), false);
 	if (rank == 0)
-		printf("emunic-alltoall: late: rank %d late %ld ms: %d x %zu-byte blocks in %lld ms on rank 0\n",
+		printf("emunic-alltoall: %s: rank %d late %ld ms: %d x %zu-byte blocks in %lld ms on rank 0\n", check,
 		       late, ms, n, o->max, now_ms() - t0);
 	fflush(stdout);
 }
@@ -473,17 +590,22 @@ static void t_late(bool ptp)
 	size_t small[3] = { SMALLB, SMALLB - 1, SMALLSEG * 5 + 3 };
 	long long t0;
 
+	/* A gather's root late: the others run ahead into its ring. */
+	root_pin = size - 1;
 	late_seq(o, 4, 1000);
-	/* Three in flight: the others run three alltoalls ahead of it. */
+	/* Three in flight: the others run three calls ahead of it. */
 	emunic_boot_barrier(boot);
 	t0 = now_ms();
 	three(o, big, size - 1, 1000, false, "three in flight, the last rank 1 s late");
 	if (rank == 0)
-		printf("emunic-alltoall: late: rank %d late 1000 ms: 3 x %zu-byte blocks in flight in %lld ms on "
-		       "rank 0\n", size - 1, o->max, now_ms() - t0);
+		printf("emunic-alltoall: %s: rank %d late 1000 ms: 3 x %zu-byte blocks in flight in %lld ms on "
+		       "rank 0\n", check, size - 1, o->max, now_ms() - t0);
+	/* A gather's root waiting for a late rank. */
+	root_pin = 0;
 	s = make(ptp, true);
 	emunic_boot_barrier(boot);
 	three(s, small, size - 1, 500, false, "4 KiB segments, three in flight, the last rank 0.5 s late");
+	root_pin = -1;
 	one(o, 1000, BLOCKING, false);
 	one(s, 65536 + 7, WAIT, false);
 }
@@ -494,11 +616,52 @@ static void t_limit(bool ptp)
 
 	(void)ptp;
 	if (rank == 0)
-		printf("emunic-alltoall: limit: the device's task lists hold at most %u tasks\n",
+		printf("emunic-alltoall: %s: the device's task lists hold at most %u tasks\n", check,
 		       emunic_dev_list_tasks(dev));
 	fflush(stdout);
 	t_sizes(false);
 	three(make(false, false), big, -1, 0, false, "under the list limit");
+}
+
+/* A bad call: err, not posted. */
+static void expect(int r, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void expect(int r, int err, const char *fmt, ...)
+{
+	char what[160];
+	va_list ap;
+
+	if (r == err)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	FAIL("%s: %d (%s), not %d (%s)", what, r, r < 0 ? strerror(-r) : "no error", err, strerror(-err));
+}
+
+/* The calls that fail on any exchange object, blocking (req NULL) or not. */
+static void bad_calls(struct obj *o, struct emunic_coll *bc, struct emunic_coll_req **req)
+{
+	struct emunic_coll *c = o->c;
+	unsigned char *sb = sbuf[0], *rb = rbuf[0];
+	const char *k = kname(kind), *form = req ? "nonblocking" : "blocking";
+
+	expect(xcall(c, kind, NULL, rb, 10, 0, req), -EINVAL, "%s %s of 10-byte blocks from a NULL buffer", form, k);
+	if (kind == EMUNIC_COLL_GATHER) {
+		/* The root's rbuf NULL; the others' sbuf, so that no rank posts. */
+		expect(xcall(c, kind, rank ? NULL : sb, rank ? rb : NULL, 10, 0, req), -EINVAL,
+		       "%s gather of 10-byte blocks into a NULL buffer on the root", form);
+		expect(xcall(c, kind, sb, rb, 10, -1, req), -EINVAL, "%s gather to root -1", form);
+		expect(xcall(c, kind, sb, rb, 10, size, req), -EINVAL, "%s gather to root %d", form, size);
+	} else {
+		expect(xcall(c, kind, sb, NULL, 10, 0, req), -EINVAL, "%s %s of 10-byte blocks into a NULL buffer",
+		       form, k);
+	}
+	expect(xcall(c, kind, sb, rb, o->max + 1, 0, req), -EMSGSIZE, "%s %s of max_bytes + 1", form, k);
+	for (int j = 0; j < NKIND; j++)
+		if (kinds[j] != kind)
+			expect(xcall(c, kinds[j], sb, rb, 10, 0, req), -EINVAL, "%s %s on a %s object", form,
+			       knames[j], k);
+	expect(xcall(bc, kind, sb, rb, 10, 0, req), -EINVAL, "%s %s on a bcast object", form, k);
 }
 
 static void t_invalid(bool ptp)
@@ -507,7 +670,7 @@ static void t_invalid(bool ptp)
 	struct emunic_coll *c = o->c, *bc = NULL;
 	struct emunic_coll_req *req = NULL;
 	struct emunic_coll_attr a;
-	unsigned char *sb = sbuf[0], *rb = rbuf[0];
+	unsigned char *sb = sbuf[0];
 	int r;
 
 	emunic_coll_attr_init(&a);
@@ -516,36 +679,27 @@ static void t_invalid(bool ptp)
 	r = emunic_coll_create(dev, &a, &bc);
 	if (r)
 		DIE("emunic_coll_create (bcast): %s", strerror(-r));
-#define EXPECT(call, err, what) do { r = (call); if (r != (err)) \
-		FAIL("%s: %d (%s), not %s", what, r, r < 0 ? strerror(-r) : "no error", #err); } while (0)
-	EXPECT(emunic_alltoall(c, NULL, rb, 10), -EINVAL, "alltoall of 10-byte blocks from a NULL buffer");
-	EXPECT(emunic_ialltoall(c, NULL, rb, 10, &req), -EINVAL, "ialltoall of 10-byte blocks from a NULL buffer");
-	EXPECT(emunic_alltoall(c, sb, NULL, 10), -EINVAL, "alltoall of 10-byte blocks into a NULL buffer");
-	EXPECT(emunic_ialltoall(c, sb, NULL, 10, &req), -EINVAL, "ialltoall of 10-byte blocks into a NULL buffer");
-	EXPECT(emunic_alltoall(c, sb, rb, o->max + 1), -EMSGSIZE, "alltoall of max_bytes + 1");
-	EXPECT(emunic_ialltoall(c, sb, rb, o->max + 1, &req), -EMSGSIZE, "ialltoall of max_bytes + 1");
-	EXPECT(emunic_bcast(c, sb, 10, 0), -EINVAL, "a bcast on an alltoall object");
-	EXPECT(emunic_ibcast(c, sb, 10, 0, &req), -EINVAL, "an ibcast on an alltoall object");
-	EXPECT(emunic_allreduce(c, sb, rb, 4, EMUNIC_CALC_INT32, EMUNIC_CALC_SUM), -EINVAL,
-	       "an allreduce on an alltoall object");
-	EXPECT(emunic_barrier(c), -EINVAL, "a barrier on an alltoall object");
-	EXPECT(emunic_ibarrier(c, &req), -EINVAL, "an ibarrier on an alltoall object");
-	EXPECT(emunic_alltoall(bc, sb, rb, 10), -EINVAL, "an alltoall on a bcast object");
-	EXPECT(emunic_ialltoall(bc, sb, rb, 10, &req), -EINVAL, "an ialltoall on a bcast object");
-#undef EXPECT
+	bad_calls(o, bc, NULL);
+	bad_calls(o, bc, &req);
+	expect(emunic_bcast(c, sb, 10, 0), -EINVAL, "a bcast on an %s object", o->name);
+	expect(emunic_ibcast(c, sb, 10, 0, &req), -EINVAL, "an ibcast on an %s object", o->name);
+	expect(emunic_allreduce(c, sb, rbuf[0], 4, EMUNIC_CALC_INT32, EMUNIC_CALC_SUM), -EINVAL,
+	       "an allreduce on an %s object", o->name);
+	expect(emunic_barrier(c), -EINVAL, "a barrier on an %s object", o->name);
+	expect(emunic_ibarrier(c, &req), -EINVAL, "an ibarrier on an %s object", o->name);
 	if (req)
 		FAIL("a failed call handed out a request");
 	/* Both still work; blocks of no bytes need no buffers. */
 	one(o, 1000, BLOCKING, false);
 	one(o, 65536 + 7, WAIT, false);
 	one(o, o->max, TEST, false);
-	r = emunic_alltoall(c, NULL, NULL, 0);
+	r = xcall(c, kind, NULL, NULL, 0, 0, NULL);
 	if (r)
-		FAIL("an alltoall of 0-byte blocks with NULL buffers: %s", strerror(-r));
-	r = emunic_ialltoall(c, NULL, NULL, 0, &req);
+		FAIL("a %s of 0-byte blocks with NULL buffers: %s", kname(kind), strerror(-r));
+	r = xcall(c, kind, NULL, NULL, 0, size - 1, &req);
 	r = r ? r : emunic_coll_wait(req, WAIT_MS);
 	if (r)
-		FAIL("an ialltoall of 0-byte blocks with NULL buffers: %s", strerror(-r));
+		FAIL("a nonblocking %s of 0-byte blocks with NULL buffers: %s", kname(kind), strerror(-r));
 	one(o, 8, BLOCKING, true);
 	for (size_t i = 0; i < 5000; i++)
 		sb[i] = rank == 1 % size ? (unsigned char)(i * 7 + 3) : 0xa5;
@@ -564,65 +718,74 @@ static void t_invalid(bool ptp)
 }
 
 /* Under a fault spec (emunic-run -f): every rank must end in an error, the
- * alltoalls after it too, each within the bound; none hangs.  Every rank
- * exchanges with every other, so every rank meets the failed QP. */
+ * calls after it too, each within the bound; none hangs.  The spec must
+ * reach every rank: in an alltoall or allgather every rank exchanges with
+ * every other, so every rank meets a failed QP; a gather's root is rank 0,
+ * and a fault at it fails every sender. */
 static void t_fault(bool ptp)
 {
 	struct obj *o = make(ptp, false);
 	int first = 0, at = -1, nb = size + 2;
 	long long first_ms = 0;
+	const char *k = kname(kind);
 
-	for (int k = 0; k < nb; k++) {
-		unsigned it = ++iter;
+	/* No data before every rank's receives are up: an rnr rule sets
+	 * rnr_retry to 0, so a send racing the root's preposted receives
+	 * would fail before the rule's "after" count (create does not wait
+	 * for its receives to reach verbs; a moment for the core to). */
+	emunic_boot_barrier(boot);
+	sleep_ms(100);
+	root_pin = 0;
+	for (int j = 0; j < nb; j++) {
+		struct call c = call_of(sbuf[0], rbuf[0], FAULT_BLOCK, false);
 		long long t0 = now_ms(), ms;
 		struct req rq;
 		int r;
 
-		prepare(sbuf[0], rbuf[0], FAULT_BLOCK, it);
-		if (k % 2) {
-			r = o_ialltoall(o, sbuf[0], rbuf[0], FAULT_BLOCK, &rq);
+		prepare(&c);
+		if (j % 2) {
+			r = o_call(o, c.sb, c.rb, c.block, c.root, &rq);
 			r = r ? r : o_wait(&rq, FAULT_MS);
 		} else {
-			r = o_alltoall(o, sbuf[0], rbuf[0], FAULT_BLOCK);
+			r = o_call(o, c.sb, c.rb, c.block, c.root, NULL);
 		}
 		ms = now_ms() - t0;
 		if (ms > FAULT_MS + FAULT_SLACK_MS)
-			FAIL("alltoall %d took %lld ms: its bound is %d ms", k + 1, ms, FAULT_MS);
+			FAIL("%s %d took %lld ms: its bound is %d ms", k, j + 1, ms, FAULT_MS);
 		if (!r && first)
-			FAIL("alltoall %d succeeded after alltoall %d failed", k + 1, at);
+			FAIL("%s %d succeeded after %s %d failed", k, j + 1, k, at);
 		if (!r)
-			verify("before the fault", sbuf[0], rbuf[0], FAULT_BLOCK, it, false);
+			verify("before the fault", &c);
 		if (r && !first && r != -EIO && r != -ETIMEDOUT)
-			FAIL("alltoall %d, the first to fail: %s, not EIO or ETIMEDOUT", k + 1, strerror(-r));
+			FAIL("%s %d, the first to fail: %s, not EIO or ETIMEDOUT", k, j + 1, strerror(-r));
 		if (r && !first) {
 			first = r;
-			at = k + 1;
+			at = j + 1;
 			first_ms = ms;
 		}
 	}
-	printf("emunic-alltoall: rank %d: first failure: alltoall %d: %s (%lld ms)\n", rank, at,
+	root_pin = -1;
+	printf("emunic-alltoall: rank %d: first failure: %s %d: %s (%lld ms)\n", rank, k, at,
 	       first ? strerror(-first) : "none", first_ms);
 	fflush(stdout);
 	if (!first)
-		FAIL("no alltoall failed under the fault");
+		FAIL("no %s failed under the fault", k);
 }
 
-static void t_sizes_off(void) { t_sizes(false); }
-static void t_inplace_off(void) { t_inplace(false); }
-static void t_inflight_off(void) { t_inflight(false); }
-static void t_late_off(void) { t_late(false); }
-static void t_limit_off(void) { t_limit(false); }
-static void t_invalid_off(void) { t_invalid(false); }
-static void t_fault_off(void) { t_fault(false); }
-static void t_sizes_ptp(void) { t_sizes(true); }
-static void t_inplace_ptp(void) { t_inplace(true); }
-
-static const struct { const char *name; void (*fn)(void); } checks[] = {
-	{ "sizes", t_sizes_off }, { "inplace", t_inplace_off }, { "inflight", t_inflight_off },
-	{ "late", t_late_off }, { "limit", t_limit_off }, { "invalid", t_invalid_off }, { "fault", t_fault_off },
-	{ "ptp-sizes", t_sizes_ptp }, { "ptp-inplace", t_inplace_ptp },
+static const struct { const char *name; void (*fn)(bool ptp); bool ptp; } checks[] = {
+	{ "sizes", t_sizes, false }, { "inplace", t_inplace, false }, { "inflight", t_inflight, false },
+	{ "late", t_late, false }, { "limit", t_limit, false }, { "invalid", t_invalid, false },
+	{ "fault", t_fault, false }, { "ptp-sizes", t_sizes, true }, { "ptp-inplace", t_inplace, true },
 };
 #define NCHECK (sizeof(checks) / sizeof(checks[0]))
+#define MAXRUN 32
+
+/* What to run: a check of a kind, by its full name. */
+struct run {
+	int check;
+	enum emunic_coll_kind kind;
+	char name[48];
+};
 
 static int find(const char *name)
 {
@@ -635,42 +798,83 @@ static int find(const char *name)
 static void usage(void)
 {
 	fprintf(stderr, "usage: emunic-run -n N [-f SPEC] emunic-alltoall CHECK [CHECK...]\n"
-			"  CHECK: sizes|inplace|inflight|late|limit|invalid|fault|ptp-sizes|ptp-inplace,\n"
-			"         all (sizes inplace inflight), ptp-all (ptp-sizes ptp-inplace); fault alone\n");
+			"  CHECK: [allgather-|gather-]NAME, NAME: sizes|inplace|inflight|late|limit|invalid|fault|\n"
+			"         ptp-sizes|ptp-inplace, all (sizes inplace inflight), ptp-all (ptp-sizes\n"
+			"         ptp-inplace); fault alone\n");
+}
+
+/* One argument: its kind prefix, then a check or an alias of several. */
+static int parse(const char *arg, struct run *run, int *nrun, bool *fault)
+{
+	static const char *const all[] = { "sizes", "inplace", "inflight" }, *const ptp_all[] = { "ptp-sizes",
+												  "ptp-inplace" };
+	const char *const *names;
+	enum emunic_coll_kind k = EMUNIC_COLL_ALLTOALL;
+	int na = 1;
+
+	for (int j = 1; j < NKIND; j++)
+		if (!strncmp(arg, knames[j], strlen(knames[j])) && arg[strlen(knames[j])] == '-') {
+			k = kinds[j];
+			arg += strlen(knames[j]) + 1;
+		}
+	names = &arg;
+	if (!strcmp(arg, "all"))
+		names = all, na = 3;
+	else if (!strcmp(arg, "ptp-all"))
+		names = ptp_all, na = 2;
+	for (int j = 0; j < na; j++) {
+		int c = find(names[j]);
+
+		if (c < 0 || *nrun == MAXRUN) {
+			fprintf(stderr, "emunic-alltoall: no check named %s\n", names[j]);
+			return -1;
+		}
+		run[*nrun] = (struct run){ .check = c, .kind = k };
+		snprintf(run[*nrun].name, sizeof(run[*nrun].name), "%s%s%s", k == EMUNIC_COLL_ALLTOALL ? "" : kname(k),
+			 k == EMUNIC_COLL_ALLTOALL ? "" : "-", names[j]);
+		++*nrun;
+		*fault |= !strcmp(names[j], "fault");
+	}
+	return 0;
+}
+
+/* Runs one check on every rank; rank 0 says whether all passed. */
+static void run_one(const struct run *ru)
+{
+	int before = fails, mine, total = 0, *all = calloc((size_t)size, sizeof(int));
+	long long t0 = now_ms();
+
+	if (!all)
+		DIE("no memory");
+	kind = ru->kind;
+	check = ru->name;
+	checks[ru->check].fn(checks[ru->check].ptp);
+	mine = fails - before;
+	if (emunic_boot_allgather(boot, &mine, sizeof(mine), all))
+		DIE("allgather");
+	for (int q = 0; q < size; q++)
+		total += all[q];
+	if (rank == 0) {
+		if (total)
+			printf("emunic-alltoall: %s: FAIL (%d failures over %d ranks)\n", ru->name, total, size);
+		else
+			printf("emunic-alltoall: %s: PASS (%d ranks, %lld ms)\n", ru->name, size, now_ms() - t0);
+		fflush(stdout);
+	}
+	free(all);
 }
 
 int main(int argc, char **argv)
 {
-	int run[32], nrun = 0, total = 0, r;
+	struct run run[MAXRUN];
+	int nrun = 0, r;
 	bool fault = false;
 
-	for (int i = 1; i < argc; i++) {
-		const char *alias[3] = { argv[i] };
-		int na = 1;
-
-		if (!strcmp(argv[i], "all")) {
-			alias[0] = "sizes", alias[1] = "inplace", alias[2] = "inflight";
-			na = 3;
-		} else if (!strcmp(argv[i], "ptp-all")) {
-			alias[0] = "ptp-sizes", alias[1] = "ptp-inplace";
-			na = 2;
+	for (int i = 1; i < argc; i++)
+		if (parse(argv[i], run, &nrun, &fault)) {
+			usage();
+			return 2;
 		}
-		for (int j = 0; j < na; j++) {
-			int k = find(alias[j]);
-
-			if (k < 0) {
-				fprintf(stderr, "emunic-alltoall: no check named %s\n", alias[j]);
-				usage();
-				return 2;
-			}
-			if (nrun == (int)(sizeof(run) / sizeof(run[0]))) {
-				usage();
-				return 2;
-			}
-			run[nrun++] = k;
-			fault |= !strcmp(alias[j], "fault");
-		}
-	}
 	if (!nrun || (fault && nrun > 1)) {
 		usage();
 		return 2;
@@ -691,35 +895,10 @@ int main(int argc, char **argv)
 		if (!sbuf[k] || !rbuf[k])
 			DIE("no memory");
 	}
-
-	for (int i = 0; i < nrun; i++) {
-		int before = fails, mine, *all = calloc((size_t)size, sizeof(int));
-		long long t0 = now_ms();
-
-		if (!all)
-			DIE("no memory");
-		checks[run[i]].fn();
-		mine = fails - before;
-		if (emunic_boot_allgather(boot, &mine, sizeof(mine), all))
-			DIE("allgather");
-		total = 0;
-		for (int q = 0; q < size; q++)
-			total += all[q];
-		if (rank == 0) {
-			if (total)
-				printf("emunic-alltoall: %s: FAIL (%d failures over %d ranks)\n", checks[run[i]].name,
-				       total, size);
-			else
-				printf("emunic-alltoall: %s: PASS (%d ranks, %lld ms)\n", checks[run[i]].name, size,
-				       now_ms() - t0);
-			fflush(stdout);
-		}
-		free(all);
-	}
-	unmake(&off_main, fault);
-	unmake(&off_small, fault);
-	unmake(&ptp_main, fault);
-	unmake(&ptp_small, fault);
+	for (int i = 0; i < nrun; i++)
+		run_one(&run[i]);
+	for (int k = 0; k < NKIND * 4; k++)
+		unmake(&objs[k / 4][k / 2 % 2][k % 2], fault);
 	emunic_boot_barrier(boot);
 	emunic_dev_close(dev);
 	for (int k = 0; k < NBUF; k++) {

@@ -9,6 +9,12 @@
  *             distance (the largest nominal subtree, 2^k ranks, first, as
  *             MPICH's binomial bcast does); every parent/child pair is
  *             coll_bin_paired.
+ *   xchg      for every size 1..64, kind (alltoall, allgather, gather) and
+ *             gather root: what coll_xchg_step has each rank send makes,
+ *             step by step, exactly the waits of the others: every rank
+ *             that gets data (all; a gather's root only) waits once for
+ *             every other rank, which sends it one block, the block for it
+ *             (alltoall) or its own (block 0), and nothing else is sent.
  * Exit 0 and "emunic-schedtest: CHECK: PASS", or 1 with what broke.
  */
 #include "engines/coll/schedule.h"
@@ -87,13 +93,67 @@ static void bintree(void)
 		}
 }
 
+/* sent[r][d]: blocks r sends d; waited[d][r]: waits of d for r. */
+static void xchg_one(enum emunic_coll_kind kind, int size, int root)
+{
+	static int sent[MAXN][MAXN], waited[MAXN][MAXN];
+
+	memset(sent, 0, sizeof(sent));
+	memset(waited, 0, sizeof(waited));
+	for (int r = 0; r < size; r++)
+		for (int s = 1; s < size; s++) {
+			struct coll_xstep st;
+
+			coll_xchg_step(kind, r, size, root, s, &st);
+			if (st.dst >= 0) {
+				int want = kind == EMUNIC_COLL_ALLTOALL ? st.dst : 0;
+
+				if (st.dst >= size || st.dst == r || st.blk != want)
+					FAIL("kind %d size %d root %d: rank %d step %d sends block %d to %d", kind, size,
+					     root, r, s, st.blk, st.dst);
+				else
+					sent[r][st.dst]++;
+			}
+			if (st.src >= 0 && (st.src >= size || st.src == r))
+				FAIL("kind %d size %d root %d: rank %d step %d waits for %d", kind, size, root, r, s,
+				     st.src);
+			else if (st.src >= 0)
+				waited[r][st.src]++;
+		}
+	for (int d = 0; d < size; d++)
+		for (int r = 0; r < size; r++) {
+			int want = r != d && (kind != EMUNIC_COLL_GATHER || d == root);
+
+			if (sent[r][d] != want || waited[d][r] != want)
+				FAIL("kind %d size %d root %d: %d sends %d %d block(s), %d waits for it %d time(s), not %d",
+				     kind, size, root, r, d, sent[r][d], d, waited[d][r], want);
+		}
+}
+
+static void xchg(void)
+{
+	static const enum emunic_coll_kind kinds[] = { EMUNIC_COLL_ALLTOALL, EMUNIC_COLL_ALLGATHER,
+						       EMUNIC_COLL_GATHER };
+
+	for (int size = 1; size <= MAXN; size++)
+		for (unsigned k = 0; k < 3; k++) {
+			if (coll_xchg_blocks(kinds[k], size) != (kinds[k] == EMUNIC_COLL_ALLTOALL ? size : 1))
+				FAIL("kind %d size %d: %d blocks", kinds[k], size, coll_xchg_blocks(kinds[k], size));
+			for (int root = 0; root < (kinds[k] == EMUNIC_COLL_GATHER ? size : 1); root++)
+				xchg_one(kinds[k], size, root);
+		}
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 2 || strcmp(argv[1], "bintree")) {
-		fprintf(stderr, "usage: emunic-schedtest bintree\n");
+	if (argc != 2 || (strcmp(argv[1], "bintree") && strcmp(argv[1], "xchg"))) {
+		fprintf(stderr, "usage: emunic-schedtest bintree|xchg\n");
 		return 2;
 	}
-	bintree();
+	if (!strcmp(argv[1], "bintree"))
+		bintree();
+	else
+		xchg();
 	if (!fails)
 		printf("emunic-schedtest: %s: PASS\n", argv[1]);
 	return fails ? 1 : 0;

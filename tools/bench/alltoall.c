@@ -2,7 +2,7 @@
 /*
  * emunic-bench alltoall: the offloaded all-to-all (mq: emunic_alltoall, the
  * pairwise exchange's steps released one by one by the progress core)
- * against the host-progressed one (ptp: baseline/ptp_alltoall.c, the same
+ * against the host-progressed one (ptp: baseline/ptp_exchange.c, the same
  * steps and segments, moved only inside its calls), at each block size
  * (the bytes a rank sends to each peer):
  *  0. a check, outside every timing: blocking alltoalls and three

@@ -32,7 +32,7 @@
  * bcast: the offloaded broadcast against the host-progressed one
  * (baseline/ptp_bcast.c): latency and OSU overlap, root 0 (bcast.c).
  * alltoall: the offloaded all-to-all against the host-progressed one
- * (baseline/ptp_alltoall.c): latency and OSU overlap (alltoall.c).
+ * (baseline/ptp_exchange.c): latency and OSU overlap (alltoall.c).
  *
  * trig: a chain of triggered puts against the same chain driven by the app
  * thread: wall time and the app's CPU (trig.c).  rndv: chunked

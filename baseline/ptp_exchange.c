@@ -1,22 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The host-progressed all-to-all (see ptp.h): the offloaded alltoall's
- * pairwise exchange (emunic/coll.h) and segments, run by the application
- * thread over plain verbs, so the benchmark compares two ways of running one
- * algorithm.  At step s = 1 .. size - 1 a rank sends its block for rank + s
- * (in segments) and goes on to step s + 1 only once a poll saw every
- * segment of the block from rank - s arrive; its own block is copied.
+ * The host-progressed exchanges (see ptp.h): the offloaded alltoall's,
+ * allgather's and gather's schedules (schedule.c's coll_xchg_step) and
+ * segments, run by the application thread over plain verbs, so the
+ * benchmark compares two ways of running one algorithm.  At step s = 1 ..
+ * size - 1 a rank sends the step's block (in segments) to the step's dst,
+ * if any, and goes on to step s + 1 only once a poll saw every segment of
+ * the step's src's block arrive, if it waits for one; its own block is
+ * copied.  A gather's non-root so completes once its sends are posted.
  *
- * Landing: every other rank sends to this one once per alltoall, so each
- * peer q has a ring of R = 3 x Mseg + 2 entries of a segment each (Mseg:
- * the segments of the largest block): the k-th message from q (from 1)
- * lands in entry (k - 1) % R.  A receive takes the next message whatever
- * its alltoall, so receives are reposted strictly in order: receive k + R
- * only once the alltoall that read message k completed (copied out).  A
+ * Landing: a peer q that sends to this one sends one block an operation,
+ * so each peer has a ring of R = 3 x Mseg + 2 entries of a segment each
+ * (Mseg: the segments of the largest block): the k-th message from q (from
+ * 1) lands in entry (k - 1) % R.  A receive takes the next message whatever
+ * its operation, so receives are reposted strictly in order: receive k + R
+ * only once the operation that read message k completed (copied out).  A
  * peer that runs ahead of a slow rank finds its ring full and is held by
  * RNR retries (the mesh retries forever), never dropped.
  *
- * Alltoalls run one at a time, oldest first; at most PTPA_INFLIGHT are in
+ * Operations run one at a time, oldest first; at most PTPA_INFLIGHT are in
  * flight.  Each copies sbuf into slot seq % PTPA_SLOTS when it starts; a
  * slot is reused only once the sends from it completed.
  */
@@ -43,20 +45,24 @@
 #define PTPA_RECV_FLAG (1ull << 63)
 
 struct ptpa_op {
-	void *rbuf;
+	void *rbuf;			/* NULL: nothing lands here (a gather's non-root) */
 	size_t block;
 	uint32_t nseg;
+	int root;			/* a gather's */
 };
 
 /* What came from one peer: messages numbered from 1 in arrival order. */
 struct ptpa_ring {
 	uint64_t arrived;
-	uint64_t released;		/* ... whose alltoall completed */
+	uint64_t released;		/* ... whose operation completed */
 	uint64_t posted;		/* receives posted for messages 1..posted */
 	uint32_t *len;			/* by entry: the bytes that landed */
 };
 
 struct emunic_ptp_a2a {
+	const struct ptp_kind *kind;	/* what it runs: its name in error lines */
+	enum emunic_coll_kind ckind;
+	int nblk;			/* blocks in a copy of sbuf */
 	struct emunic_boot *boot;
 	int rank, size, timeout_ms, spin_us;
 	struct emunic_vdev *dev;
@@ -66,15 +72,15 @@ struct emunic_ptp_a2a {
 	size_t max;			/* ... rounded up to 64 */
 	size_t seg;			/* a segment, a ring entry's size */
 	uint32_t ring;			/* R, entries a peer */
-	unsigned char *mem;		/* slots (size x max each), then the rings */
+	unsigned char *mem;		/* slots (nblk x max each), then the rings */
 	size_t mem_bytes;
 	struct ibv_mr *mr;
 	struct ptpa_ring *in;		/* by rank; in[rank] unused */
 	struct ptpa_op op[PTPA_SLOTS];
 	unsigned slot_out[PTPA_SLOTS];	/* sends from each slot not complete */
 	uint64_t sends_out;		/* every send not complete, for destroy */
-	struct ptp_ops ops;		/* alltoalls, numbered from 1; the first failure */
-	int step;			/* the oldest alltoall: its step, 1 .. size - 1 */
+	struct ptp_ops ops;		/* operations, numbered from 1; the first failure */
+	int step;			/* the oldest operation: its step, 1 .. size - 1 */
 	bool sent;			/* ... whose sends are posted */
 };
 
@@ -82,11 +88,13 @@ struct emunic_ptp_a2a_req {
 	struct ptp_req r;
 };
 
-/* An alltoall call's arguments. */
+/* A call's arguments. */
 struct ptpa_args {
+	enum emunic_coll_kind kind;
 	const void *sbuf;
 	void *rbuf;
 	size_t block;
+	int root;
 };
 
 static int bound(const struct emunic_ptp_a2a *p)
@@ -96,7 +104,7 @@ static int bound(const struct emunic_ptp_a2a *p)
 
 static unsigned char *slot_buf(const struct emunic_ptp_a2a *p, uint64_t seq)
 {
-	return p->mem + (seq % PTPA_SLOTS) * (size_t)p->size * p->max;
+	return p->mem + (seq % PTPA_SLOTS) * (size_t)p->nblk * p->max;
 }
 
 static uint32_t entry(const struct emunic_ptp_a2a *p, uint64_t k)
@@ -109,7 +117,7 @@ static unsigned char *land(const struct emunic_ptp_a2a *p, int q, uint64_t k)
 {
 	size_t peer = (size_t)(q < p->rank ? q : q - 1);
 
-	return p->mem + PTPA_SLOTS * (size_t)p->size * p->max + (peer * p->ring + entry(p, k)) * p->seg;
+	return p->mem + PTPA_SLOTS * (size_t)p->nblk * p->max + (peer * p->ring + entry(p, k)) * p->seg;
 }
 
 static size_t seg_len(const struct emunic_ptp_a2a *p, const struct ptpa_op *o, uint32_t i)
@@ -119,15 +127,13 @@ static size_t seg_len(const struct emunic_ptp_a2a *p, const struct ptpa_op *o, u
 	return o->block - off < p->seg ? o->block - off : p->seg;
 }
 
-/* The peers of step s: dst gets this rank's block, src's block comes. */
-static int step_dst(const struct emunic_ptp_a2a *p, int s)
+/* The peers of step s of o: dst gets block blk of the copy, src's comes. */
+static struct coll_xstep step_of(const struct emunic_ptp_a2a *p, const struct ptpa_op *o, int s)
 {
-	return (p->rank + s) % p->size;
-}
+	struct coll_xstep st;
 
-static int step_src(const struct emunic_ptp_a2a *p, int s)
-{
-	return (p->rank - s + p->size) % p->size;
+	coll_xchg_step(p->ckind, p->rank, p->size, o->root, s, &st);
+	return st;
 }
 
 /* Posts the receives whose entries are free, in message order: the RQ
@@ -146,17 +152,17 @@ static int repost(struct emunic_ptp_a2a *p, int q)
 		int r = ibv_post_recv(p->mesh->conn[q].qp, &wr, &bad);
 
 		if (r)
-			return emunic_err(-r, "ptp alltoall: posting receive %llu from peer %d (qp %u) failed: %s",
+			return emunic_err(-r, "%s: posting receive %llu from peer %d (qp %u) failed: %s", p->kind->who,
 					  (unsigned long long)k, q, p->mesh->conn[q].qp->qp_num, strerror(r));
 		g->posted = k;
 	}
 	return 0;
 }
 
-/* Step's sends: every segment of the block for dst, from the slot. */
-static int send_block(struct emunic_ptp_a2a *p, const struct ptpa_op *o, uint64_t seq, int dst)
+/* Step's sends: every segment of block blk of the slot, to dst. */
+static int send_block(struct emunic_ptp_a2a *p, const struct ptpa_op *o, uint64_t seq, int dst, int blk)
 {
-	const unsigned char *src = slot_buf(p, seq) + (size_t)dst * o->block;
+	const unsigned char *src = slot_buf(p, seq) + (size_t)blk * o->block;
 	struct ibv_qp *qp = p->mesh->conn[dst].qp;
 
 	for (uint32_t i = 0; i < o->nseg; i++) {
@@ -170,7 +176,7 @@ static int send_block(struct emunic_ptp_a2a *p, const struct ptpa_op *o, uint64_
 		int r = ibv_post_send(qp, &wr, &bad);
 
 		if (r)
-			return emunic_err(-r, "ptp alltoall %llu: posting segment %u to peer %d (qp %u) failed: %s",
+			return emunic_err(-r, "%s %llu: posting segment %u to peer %d (qp %u) failed: %s", p->kind->who,
 					  (unsigned long long)seq, i, dst, qp->qp_num, strerror(r));
 		p->sends_out++;
 		p->slot_out[seq % PTPA_SLOTS]++;
@@ -198,14 +204,14 @@ static void on_wc(void *ctx, const struct ibv_wc *wc)
 	}
 	/* One line for the cause; the flushes after it say nothing new. */
 	if (wc->status != IBV_WC_WR_FLUSH_ERR || !p->ops.err)
-		emunic_err(-EIO, "ptp alltoall %llu: %s peer %d (qp %u) failed: %s", (unsigned long long)seq,
+		emunic_err(-EIO, "%s %llu: %s peer %d (qp %u) failed: %s", p->kind->who, (unsigned long long)seq,
 			   recv ? "a receive from" : "a send to", q, wc->qp_num,
 			   ibv_wc_status_str(wc->status));
 	ptp_ops_fail(&p->ops, seq, -EIO);
 }
 
-/* Whether every segment of q's block in the oldest alltoall arrived: every
- * earlier message of q belongs to an earlier, completed alltoall. */
+/* Whether every segment of q's block in the oldest operation arrived:
+ * every earlier message of q belongs to an earlier, completed one. */
 static bool block_in(const struct emunic_ptp_a2a *p, const struct ptpa_op *o, int q)
 {
 	return p->in[q].arrived >= p->in[q].released + o->nseg;
@@ -217,23 +223,25 @@ static int finish(struct emunic_ptp_a2a *p, const struct ptpa_op *o, uint64_t se
 {
 	unsigned char *rbuf = o->rbuf;
 
-	for (int q = 0; q < p->size; q++) {
-		struct ptpa_ring *g = &p->in[q];
+	if (rbuf && o->block)
+		memcpy(rbuf + (size_t)p->rank * o->block,
+		       slot_buf(p, seq) + (size_t)(p->nblk > 1 ? p->rank : 0) * o->block, o->block);
+	for (int s = 1; s < p->size; s++) {
+		int q = step_of(p, o, s).src;
+		struct ptpa_ring *g;
 		int r;
 
-		if (q == p->rank) {
-			if (o->block)
-				memcpy(rbuf + (size_t)q * o->block, slot_buf(p, seq) + (size_t)q * o->block, o->block);
+		if (q < 0)
 			continue;
-		}
+		g = &p->in[q];
 		for (uint32_t i = 0; i < o->nseg; i++) {
 			uint64_t k = g->released + i + 1;
 			uint32_t got = g->len[entry(p, k)];
 
 			if (got != seg_len(p, o, i))
-				return emunic_err(-EBADMSG, "ptp alltoall %llu (block %zu): segment %u from "
-						  "peer %d (qp %u) has %u bytes, not %zu: do all ranks call with the "
-						  "same block?", (unsigned long long)seq, o->block, i, q,
+				return emunic_err(-EBADMSG, "%s %llu (block %zu): segment %u from peer %d (qp %u) "
+						  "has %u bytes, not %zu: do all ranks call with the same block?",
+						  p->kind->who, (unsigned long long)seq, o->block, i, q,
 						  p->mesh->conn[q].qp->qp_num, got, seg_len(p, o, i));
 			if (got)
 				memcpy(rbuf + (size_t)q * o->block + (size_t)i * p->seg, land(p, q, k), got);
@@ -245,7 +253,7 @@ static int finish(struct emunic_ptp_a2a *p, const struct ptpa_op *o, uint64_t se
 	return 0;
 }
 
-/* Runs the oldest alltoall as far as what arrived allows, then the next. */
+/* Runs the oldest operation as far as what arrived allows, then the next. */
 static int advance(struct emunic_ptp_a2a *p)
 {
 	while (p->ops.done < p->ops.posted && !p->ops.err) {
@@ -254,10 +262,12 @@ static int advance(struct emunic_ptp_a2a *p)
 		int r = 0;
 
 		for (; p->step < p->size; p->step++, p->sent = false) {
-			if (!p->sent && (r = send_block(p, o, seq, step_dst(p, p->step))))
+			struct coll_xstep st = step_of(p, o, p->step);
+
+			if (!p->sent && st.dst >= 0 && (r = send_block(p, o, seq, st.dst, st.blk)))
 				break;
 			p->sent = true;
-			if (!block_in(p, o, step_src(p, p->step)))
+			if (st.src >= 0 && !block_in(p, o, st.src))
 				return 0;
 		}
 		if (!r)
@@ -275,12 +285,12 @@ static int advance(struct emunic_ptp_a2a *p)
 static int progress(void *ctx)
 {
 	struct emunic_ptp_a2a *p = ctx;
-	int r = p->q.cq ? ptp_cq_poll(&p->q, on_wc, p, "ptp alltoall") : 0;
+	int r = p->q.cq ? ptp_cq_poll(&p->q, on_wc, p, p->kind->who) : 0;
 
 	return r ? r : advance(p);
 }
 
-/* Names the oldest alltoall's step and every peer whose block is missing. */
+/* Names the oldest operation's step and every peer whose block is missing. */
 static int report_timeout(void *ctx, uint64_t seq, int timeout_ms)
 {
 	struct emunic_ptp_a2a *p = ctx;
@@ -289,8 +299,10 @@ static int report_timeout(void *ctx, uint64_t seq, int timeout_ms)
 	char late[200] = "";
 	size_t n = 0;
 
-	for (int q = 0; q < p->size; q++) {
-		if (q == p->rank || block_in(p, o, q))
+	for (int s = 1; s < p->size; s++) {
+		int q = step_of(p, o, s).src;
+
+		if (q < 0 || block_in(p, o, q))
 			continue;
 		if (n + 24 > sizeof(late)) {	/* room for one more and the ellipsis */
 			strcpy(late + n, ", ...");
@@ -298,10 +310,10 @@ static int report_timeout(void *ctx, uint64_t seq, int timeout_ms)
 		}
 		n += (size_t)snprintf(late + n, sizeof(late) - n, "%s%d", n ? ", " : "", q);
 	}
-	return emunic_err(-ETIMEDOUT, "ptp alltoall %llu not complete after %d ms: alltoall %llu (block %zu) "
-			  "waits at step %d of %d for peer %d; blocks not arrived from peers %s",
-			  (unsigned long long)seq, timeout_ms, (unsigned long long)old, o->block, p->step,
-			  p->size - 1, step_src(p, p->step), late);
+	return emunic_err(-ETIMEDOUT, "%s %llu not complete after %d ms: %s %llu (block %zu) waits at step %d "
+			  "of %d for peer %d; blocks not arrived from peers %s", p->kind->who,
+			  (unsigned long long)seq, timeout_ms, p->kind->who, (unsigned long long)old, o->block,
+			  p->step, p->size - 1, step_of(p, o, p->step).src, late);
 }
 
 static int wait_seq(void *ctx, uint64_t seq, int timeout_ms)
@@ -309,23 +321,43 @@ static int wait_seq(void *ctx, uint64_t seq, int timeout_ms)
 	struct emunic_ptp_a2a *p = ctx;
 
 	return ptp_cq_wait(&p->q, progress, report_timeout, p, &p->ops, seq, timeout_ms, p->spin_us,
-			   "ptp alltoall");
+			   p->kind->who);
 }
 
-/* Starts an alltoall: sbuf into its slot; runs what it can. */
+static const char *kind_str(enum emunic_coll_kind k)
+{
+	return k == EMUNIC_COLL_ALLTOALL ? "alltoall" : k == EMUNIC_COLL_ALLGATHER ? "allgather" : "gather";
+}
+
+/* The call fits the object and its arguments are whole. */
+static int check_args(const struct emunic_ptp_a2a *p, const struct ptpa_args *a)
+{
+	bool lands = a->kind != EMUNIC_COLL_GATHER || a->root == p->rank;	/* rbuf is used */
+
+	if (a->kind != p->ckind)
+		return emunic_err(-EINVAL, "%s: a%s %s call on a %s object", p->kind->who,
+				  a->kind == EMUNIC_COLL_GATHER ? "" : "n", kind_str(a->kind), kind_str(p->ckind));
+	if (a->kind == EMUNIC_COLL_GATHER && (a->root < 0 || a->root >= p->size))
+		return emunic_err(-EINVAL, "%s: root %d is not a rank (size %d)", p->kind->who, a->root, p->size);
+	if ((!a->sbuf || (lands && !a->rbuf)) && a->block)
+		return emunic_err(-EINVAL, "%s: a NULL buffer for blocks of %zu bytes", p->kind->who, a->block);
+	if (a->block > p->limit)
+		return emunic_err(-EMSGSIZE, "%s: a block of %zu bytes, more than max_block (%zu)", p->kind->who,
+				  a->block, p->limit);
+	return 0;
+}
+
+/* Starts an operation: sbuf into its slot; runs what it can. */
 static int start(void *ctx, const void *args, uint64_t *seq)
 {
 	struct emunic_ptp_a2a *p = ctx;
 	const struct ptpa_args *a = args;
 	uint64_t s = p->ops.posted + 1;
 	struct ptpa_op *o = &p->op[s % PTPA_SLOTS];
-	int r;
+	int r = check_args(p, a);
 
-	if ((!a->sbuf || !a->rbuf) && a->block)
-		return emunic_err(-EINVAL, "ptp alltoall: a NULL buffer for blocks of %zu bytes", a->block);
-	if (a->block > p->limit)
-		return emunic_err(-EMSGSIZE, "ptp alltoall: a block of %zu bytes, more than max_block (%zu)", a->block,
-				  p->limit);
+	if (r)
+		return r;
 	if (p->ops.err)
 		return p->ops.err;
 	/* Progress, not only a poll: a caller that retries on -ENOSPC
@@ -334,7 +366,8 @@ static int start(void *ctx, const void *args, uint64_t *seq)
 		return r;
 	if (p->ops.posted - p->ops.done >= PTPA_INFLIGHT || p->slot_out[s % PTPA_SLOTS])
 		return -ENOSPC;
-	*o = (struct ptpa_op){ .rbuf = a->rbuf, .block = a->block };
+	*o = (struct ptpa_op){ .rbuf = a->kind != EMUNIC_COLL_GATHER || a->root == p->rank ? a->rbuf : NULL,
+			       .block = a->block, .root = a->root };
 	o->nseg = coll_nseg(p->seg, a->block);
 	if (p->size == 1) {
 		if (a->block)
@@ -343,26 +376,56 @@ static int start(void *ctx, const void *args, uint64_t *seq)
 		return 0;
 	}
 	if (a->block)
-		memcpy(slot_buf(p, s), a->sbuf, (size_t)p->size * a->block);
+		memcpy(slot_buf(p, s), a->sbuf, (size_t)p->nblk * a->block);
 	p->ops.posted = *seq = s;
 	return advance(p);
 }
 
-static const struct ptp_kind kind = { "ptp alltoall", start, progress, wait_seq };
+static const struct ptp_kind kinds[] = {
+	{ "ptp alltoall", start, progress, wait_seq },
+	{ "ptp allgather", start, progress, wait_seq },
+	{ "ptp gather", start, progress, wait_seq },
+};
+
+/* The blocking calls and the i-calls of every kind. */
+static int call(struct emunic_ptp_a2a *p, const struct ptpa_args *a, struct emunic_ptp_a2a_req **out)
+{
+	if (!p)
+		return -EINVAL;
+	return out ? ptp_req_start(p->kind, p, &p->ops, NULL, a, out) : ptp_call(p->kind, p, a, bound(p));
+}
 
 int emunic_ptp_alltoall(struct emunic_ptp_a2a *p, const void *sbuf, void *rbuf, size_t block)
 {
-	const struct ptpa_args a = { sbuf, rbuf, block };
-
-	return p ? ptp_call(&kind, p, &a, bound(p)) : -EINVAL;
+	return call(p, &(struct ptpa_args){ EMUNIC_COLL_ALLTOALL, sbuf, rbuf, block, 0 }, NULL);
 }
 
 int emunic_ptp_ialltoall(struct emunic_ptp_a2a *p, const void *sbuf, void *rbuf, size_t block,
 			 struct emunic_ptp_a2a_req **out)
 {
-	const struct ptpa_args a = { sbuf, rbuf, block };
+	return out ? call(p, &(struct ptpa_args){ EMUNIC_COLL_ALLTOALL, sbuf, rbuf, block, 0 }, out) : -EINVAL;
+}
 
-	return p ? ptp_req_start(&kind, p, &p->ops, NULL, &a, out) : -EINVAL;
+int emunic_ptp_allgather(struct emunic_ptp_a2a *p, const void *sbuf, void *rbuf, size_t block)
+{
+	return call(p, &(struct ptpa_args){ EMUNIC_COLL_ALLGATHER, sbuf, rbuf, block, 0 }, NULL);
+}
+
+int emunic_ptp_iallgather(struct emunic_ptp_a2a *p, const void *sbuf, void *rbuf, size_t block,
+			  struct emunic_ptp_a2a_req **out)
+{
+	return out ? call(p, &(struct ptpa_args){ EMUNIC_COLL_ALLGATHER, sbuf, rbuf, block, 0 }, out) : -EINVAL;
+}
+
+int emunic_ptp_gather(struct emunic_ptp_a2a *p, const void *sbuf, void *rbuf, size_t block, int root)
+{
+	return call(p, &(struct ptpa_args){ EMUNIC_COLL_GATHER, sbuf, rbuf, block, root }, NULL);
+}
+
+int emunic_ptp_igather(struct emunic_ptp_a2a *p, const void *sbuf, void *rbuf, size_t block, int root,
+		       struct emunic_ptp_a2a_req **out)
+{
+	return out ? call(p, &(struct ptpa_args){ EMUNIC_COLL_GATHER, sbuf, rbuf, block, root }, out) : -EINVAL;
 }
 
 int emunic_ptp_a2a_test(struct emunic_ptp_a2a_req *req)
@@ -388,7 +451,7 @@ static void set_sizes(struct emunic_ptp_a2a *p, size_t max_block, size_t segment
 
 static int setup(struct emunic_ptp_a2a *p)
 {
-	size_t total = PTPA_SLOTS * (size_t)p->size * p->max + (size_t)(p->size - 1) * p->ring * p->seg;
+	size_t total = PTPA_SLOTS * (size_t)p->nblk * p->max + (size_t)(p->size - 1) * p->ring * p->seg;
 
 	p->in = calloc((size_t)p->size, sizeof(*p->in));
 	if (!p->in)
@@ -420,12 +483,12 @@ static int open_verbs(struct emunic_ptp_a2a *p)
 	qo.max_recv_wr = p->ring;
 	qo.max_send_wr = (uint32_t)(sends < (uint64_t)da->max_qp_wr ? sends : (uint64_t)da->max_qp_wr);
 	r = ptp_cq_open(&p->q, p->dev, (int)(depth < (uint64_t)da->max_cqe ? depth : (uint64_t)da->max_cqe),
-			"ptp alltoall");
+			p->kind->who);
 	if (r)
 		return r;
 	p->mr = ibv_reg_mr(p->dev->pd, p->mem, p->mem_bytes, IBV_ACCESS_LOCAL_WRITE);
 	if (!p->mr)
-		return emunic_err(-errno, "ptp alltoall: ibv_reg_mr of %zu bytes failed: %s", p->mem_bytes,
+		return emunic_err(-errno, "%s: ibv_reg_mr of %zu bytes failed: %s", p->kind->who, p->mem_bytes,
 				  strerror(errno));
 	r = emunic_mesh_open(p->dev, p->boot, &qo, p->q.cq, p->q.cq, &p->mesh);
 	r = r ? r : emunic_mesh_connect_all(p->mesh, bound(p) < 0 ? 1 << 30 : bound(p));
@@ -450,22 +513,26 @@ static void ptp_a2a_free(struct emunic_ptp_a2a *p)
 	free(p);
 }
 
-int emunic_ptp_a2a_create(struct emunic_boot *boot, size_t max_block, size_t segment, int timeout_ms, int spin_us,
-			  struct emunic_ptp_a2a **out)
+int emunic_ptp_xchg_create(struct emunic_boot *boot, enum emunic_coll_kind kind, size_t max_block, size_t segment,
+			   int timeout_ms, int spin_us, struct emunic_ptp_a2a **out)
 {
 	struct emunic_ptp_a2a *p;
 	int r;
 
-	if (!boot || !out || max_block > (1u << 30))
+	if (!boot || !out || max_block > (1u << 30) ||
+	    (kind != EMUNIC_COLL_ALLTOALL && kind != EMUNIC_COLL_ALLGATHER && kind != EMUNIC_COLL_GATHER))
 		return -EINVAL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
+	p->ckind = kind;
+	p->kind = &kinds[kind == EMUNIC_COLL_ALLTOALL ? 0 : kind == EMUNIC_COLL_ALLGATHER ? 1 : 2];
 	p->boot = boot;
 	p->rank = emunic_boot_rank(boot);
 	p->size = emunic_boot_size(boot);
 	p->timeout_ms = timeout_ms;
 	p->spin_us = spin_us;
+	p->nblk = coll_xchg_blocks(kind, p->size);
 	set_sizes(p, max_block, segment);
 	r = setup(p);
 	if (!r && p->size > 1)
@@ -476,6 +543,12 @@ int emunic_ptp_a2a_create(struct emunic_boot *boot, size_t max_block, size_t seg
 	}
 	*out = p;
 	return 0;
+}
+
+int emunic_ptp_a2a_create(struct emunic_boot *boot, size_t max_block, size_t segment, int timeout_ms, int spin_us,
+			  struct emunic_ptp_a2a **out)
+{
+	return emunic_ptp_xchg_create(boot, EMUNIC_COLL_ALLTOALL, max_block, segment, timeout_ms, spin_us, out);
 }
 
 static uint64_t sends_out(void *ctx)
@@ -491,7 +564,7 @@ int emunic_ptp_a2a_destroy(struct emunic_ptp_a2a *p)
 
 	if (!p)
 		return -EINVAL;
-	r = ptp_cq_drain(&p->q, progress, sends_out, p, &p->ops, bound(p), "send(s)", "ptp alltoall");
+	r = ptp_cq_drain(&p->q, progress, sends_out, p, &p->ops, bound(p), "send(s)", p->kind->who);
 	ptp_a2a_free(p);
 	return r;
 }
