@@ -31,9 +31,17 @@ BENCH_SRCS := $(sort $(wildcard tools/bench/*.c))
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(O)/obj/%.o)
 TOOLS     := $(patsubst tools/%.c,$(O)/bin/%,$(wildcard tools/*.c)) $(O)/bin/emunic-bench
 TESTBINS  := $(patsubst tests/bin/%.c,$(O)/bin/%,$(wildcard tests/bin/*.c))
+# libemunic-mpi.so, the PMPI interposer, and its MPI test programs: where
+# Open MPI's headers are (libopenmpi-dev), and not in the sanitizer build
+# (an LD_PRELOADed library cannot bring ASan in).
+MPI_CFLAGS := $(shell pkg-config --cflags ompi-c 2>/dev/null)
+MPI_LIBS   := $(shell pkg-config --libs ompi-c 2>/dev/null)
+MPI_OBJS   := $(patsubst %.c,$(O)/obj/%.o,$(sort $(wildcard mpi/*.c)))
+MPI_ALL    := $(if $(and $(MPI_CFLAGS),$(if $(SAN),,y)),$(O)/lib/libemunic-mpi.so \
+              $(patsubst tests/mpi/%.c,$(O)/bin/%,$(wildcard tests/mpi/*.c)))
 HEADERS   := $(wildcard include/*.h include/*/*.h emunic/*.h emunic/*/*.h engines/*/*.h shim/*.h baseline/*.h)
 
-all: $(O)/lib/libemunic.a $(O)/lib/libemunic.so $(TOOLS) $(TESTBINS)
+all: $(O)/lib/libemunic.a $(O)/lib/libemunic.so $(TOOLS) $(TESTBINS) $(MPI_ALL)
 
 $(O)/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -64,6 +72,20 @@ $(O)/bin/emunic-bench: $(BENCH_OBJS) $(O)/lib/libemunic.a
 $(O)/bin/%: tests/bin/%.c $(O)/lib/libemunic.a $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/lib/libemunic.a $(LDLIBS)
+
+$(O)/obj/mpi/%.o: mpi/%.c mpi/mpi_int.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -c $< -o $@
+
+$(O)/lib/libemunic-mpi.so: $(MPI_OBJS) $(LIB_OBJS) mpi/exports.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -Wl,--version-script=mpi/exports.map -o $@ $(MPI_OBJS) $(LIB_OBJS) \
+		$(LDLIBS) $(MPI_LIBS)
+
+# MPI test programs: plain MPI, no emunic (the interposer brings it).
+$(O)/bin/%: tests/mpi/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) $(LDFLAGS) -o $@ $< $(MPI_LIBS)
 
 # Every public header compiles on its own.
 hdrcheck: $(patsubst include/%.h,$(O)/hdrcheck/%.o,$(wildcard include/*.h include/*/*.h))

@@ -87,6 +87,41 @@ static const struct emunic_boot_ops single_ops = {
 	.fini = single_fini,
 };
 
+static int custom_allgather(struct emunic_boot *b, const void *in, size_t len, void *out)
+{
+	int r = b->user_fn(b->user_ctx, in, len, out);
+
+	if (r)
+		return emunic_err(r < 0 ? r : -EIO, "bootstrap: the caller's exchange failed (%d)", r);
+	return 0;
+}
+
+static const struct emunic_boot_ops custom_ops = {
+	.name = "custom",
+	.allgather = custom_allgather,
+	.fini = single_fini,
+};
+
+int emunic_boot_init_custom(int rank, int size, emunic_boot_allgather_fn fn, void *ctx,
+			    struct emunic_boot **out)
+{
+	struct emunic_boot *b;
+
+	if (!fn || !out || size < 1 || size > (1 << 20) || rank < 0 || rank >= size)
+		return -EINVAL;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->fd = -1;
+	b->rank = rank;
+	b->size = size;
+	b->ops = &custom_ops;
+	b->user_fn = fn;
+	b->user_ctx = ctx;
+	*out = b;
+	return 0;
+}
+
 static int launcher_init(struct emunic_boot *b, const char *addr)
 {
 	int r;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Bootstrap backends behind emunic_boot_*: emunic-run's channel, PMIx, singleton. */
+/* Bootstrap backends behind emunic_boot_*: emunic-run's channel, PMIx, the caller's
+ * own (custom), singleton. */
 #ifndef EMUNIC_BOOT_H
 #define EMUNIC_BOOT_H
 
@@ -19,6 +20,8 @@ struct emunic_boot {
 	unsigned round;		/* PMIx: exchanges so far, keys are per round */
 	const struct emunic_boot_ops *ops;
 	void *priv;
+	emunic_boot_allgather_fn user_fn;	/* custom: the caller's exchange */
+	void *user_ctx;
 };
 
 /* PMIx: 1 when the environment says a PMIx server launched us. */

@@ -34,6 +34,21 @@ int  emunic_boot_barrier(struct emunic_boot *b);
 /* Tells the launcher this rank finished its part of the exchange cleanly. */
 void emunic_boot_fini(struct emunic_boot *b);
 
+/*
+ * A job started by a launcher emunic does not know, whose ranks already
+ * share a channel (an MPI library's communicator, say): the caller gives
+ * rank, size and the exchange.  fn must do what emunic_boot_allgather does
+ * (every rank gives len bytes, out gets size x len, by rank; 0 or a negative
+ * errno) and is called only from inside emunic_boot_allgather/barrier,
+ * emunic_dev_open, emunic_dev_allgather and emunic_dev_barrier, on the
+ * calling thread; never from the progress core.  Method "custom".  rank is
+ * the device's (a process may open several, over different groups), so the
+ * caller tags messages itself (emunic_log_set_rank).
+ */
+typedef int (*emunic_boot_allgather_fn)(void *ctx, const void *in, size_t len, void *out);
+int  emunic_boot_init_custom(int rank, int size, emunic_boot_allgather_fn fn, void *ctx,
+			     struct emunic_boot **out);
+
 /* ---- the device and its progress core ----------------------------------- */
 
 /*

@@ -9,6 +9,7 @@ pkgs=(
   ibverbs-utils rdmacm-utils perftest  # ibv_devinfo, rping, ib_write_lat: cross-checks
   liburing-dev                    # io_uring for the progress core's sleep mode
   libpmix-dev openmpi-bin         # PMIx bootstrap, and a PMIx launcher to test it
+  libopenmpi-dev                  # mpi.h: libemunic-mpi.so (the PMPI interposer) and its tests
   iproute2 kmod                   # `rdma link`, modinfo (guest image)
   qemu-system-x86 busybox-static cpio  # the test guest
   python3-pytest valgrind         # the suite (and valgrind.h, for the core sleeping under it)

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private to libemunic-mpi.so, the PMPI interposer: an unmodified MPI
+ * program run with LD_PRELOAD gets its nonblocking collectives offloaded to
+ * emunic (<emunic/coll.h>) and everything else from its MPI library.
+ *
+ * Files, calls pointing down: colls.c (the intercepted collectives) and
+ * wait.c (the intercepted Wait/Test family) use req.c (requests: generalized
+ * MPI requests over emunic's, the queue of posts that found no room, the
+ * pump), comm.c (a communicator's emunic collectives, made lazily) and
+ * dtype.c (which datatypes and ops emunic can take); init.c (MPI_Init,
+ * MPI_Finalize) uses comm.c and req.c; init.c and comm.c open devices with
+ * dev.c (a device over a communicator, bootstrapped through PMPI); every
+ * file uses common.c (the state, the error line, the clock).
+ */
+#ifndef EMUNIC_MPI_INT_H
+#define EMUNIC_MPI_INT_H
+
+#include <mpi.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <emunic.h>
+#include <emunic/coll.h>
+
+/* The collectives offloaded, each with its own emunic collective object per
+ * communicator (an object runs one kind). */
+enum mpi_kind { MK_BCAST, MK_ALLREDUCE, MK_ALLTOALL, MK_GATHER, MK_ALLGATHER, MK_NKIND };
+
+/* An emunic device over a communicator's ranks (dev.c). */
+struct mpi_dev {
+	MPI_Comm comm;			/* a private dup: the bootstrap's channel */
+	struct emunic_boot *boot;
+	struct emunic_dev *dev;
+};
+
+/* A communicator's emunic side: made at its first offloaded collective. */
+struct mpi_comm {
+	MPI_Comm comm;
+	const char *why;		/* not NULL: it never offloads, because */
+	int rank, size;
+	struct emunic_dev *dev;		/* MPI_COMM_WORLD's, or own.dev */
+	struct mpi_dev own;		/* other groups: a device of their own */
+	bool dev_failed;
+	struct emunic_coll *coll[MK_NKIND];	/* per kind, at its first use */
+	bool create_failed[MK_NKIND];
+	unsigned queued[MK_NKIND];	/* posts waiting for room, in order */
+	bool blocked[MK_NKIND];		/* scratch of one pump pass */
+	struct mpi_comm *next;
+};
+
+/* What one offloaded call asked for, resolved to emunic's terms. */
+struct mpi_args {
+	enum mpi_kind kind;
+	const void *sbuf;
+	void *rbuf;			/* bcast: the buffer */
+	size_t bytes;			/* bcast: all; allreduce: count; others: a block */
+	int type, op;			/* allreduce: emunic_calc_type / _op */
+	int root;
+};
+
+enum mpi_req_state { MR_QUEUED, MR_POSTED, MR_DONE };
+
+/* An offloaded collective: the application holds mpi, a generalized request
+ * (MPI_Grequest_start), so its request lists may mix emunic's and MPI's. */
+struct mpi_req {
+	MPI_Request mpi;
+	struct mpi_comm *mc;
+	struct mpi_args a;
+	struct emunic_coll_req *er;	/* while posted */
+	enum mpi_req_state state;
+	int err;			/* once done: 0 or emunic's negative errno */
+	bool told;			/* MPI_Grequest_complete called */
+	long long waited_since;		/* ms; 0: no wait on it yet */
+	struct mpi_req *next;		/* live requests, in posting order */
+};
+
+struct mpi_state {
+	pthread_mutex_t lock;		/* every emunic call and the lists below */
+	bool on;			/* the device is open: offload */
+	int rank;			/* in MPI_COMM_WORLD */
+	struct mpi_dev world;
+	bool verbose, blocking;
+	size_t max_bytes;		/* EMUNIC_MPI_MAX_BYTES */
+	int timeout_ms;			/* EMUNIC_MPI_TIMEOUT_MS: bound on a wait */
+	int keyval;			/* a communicator's struct mpi_comm */
+	struct mpi_comm *comms;
+	struct mpi_req *reqs, **reqs_tail;
+	unsigned nqueued;
+	pthread_t pump;			/* posts queued requests while the app computes */
+	pthread_cond_t pump_cv;
+	bool pump_started, pump_stop;
+	unsigned long offloaded[MK_NKIND], fellback[MK_NKIND];
+};
+extern struct mpi_state mpi_g;
+
+/* common.c.  "ibcast", "iallreduce", ... */
+const char *mpi_kind_name(enum mpi_kind k);
+/* "emunic-mpi: rank R: ..." on stderr (one write). */
+void mpi_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+long long mpi_now_ms(void);
+
+/* dev.c.  Opens a device over comm's ranks, bootstrapped through PMPI on
+ * a private dup of comm: collective over comm; every rank agrees on the
+ * result (0, or the failure, said), so none is left in an exchange. */
+int mpi_dev_open(MPI_Comm comm, struct mpi_dev *d);
+void mpi_dev_close(struct mpi_dev *d);
+/* True when mine is true on every rank of comm (collective). */
+bool mpi_dev_agree(MPI_Comm comm, bool mine);
+
+/* dtype.c.  NULL when count elements of type are contiguous bytes emunic can
+ * move (a predefined type without gaps), else why not; *bytes their size. */
+const char *mpi_dtype_bytes(MPI_Datatype type, int count, size_t *bytes);
+/* NULL when emunic's CALC reduces (type, op), setting *et, *eo; else why not. */
+const char *mpi_dtype_calc(MPI_Datatype type, MPI_Op op, int *et, int *eo);
+
+/* comm.c.  The communicator's state (made at first sight, never NULL once
+ * mpi_g.on; its why says if it cannot offload).  Lock held. */
+struct mpi_comm *mpi_comm_get(MPI_Comm comm);
+/* The largest message (bcast, allreduce) or block (the others) the kind
+ * offloads on mc: EMUNIC_MPI_MAX_BYTES, a rank's whole send for the block
+ * kinds (the objects register a few copies of it). */
+size_t mpi_comm_limit(const struct mpi_comm *mc, enum mpi_kind k);
+/* The kind's collective object, created (collectively) at first use; NULL
+ * when creating it failed (the caller falls back). */
+struct emunic_coll *mpi_comm_coll(struct mpi_comm *mc, enum mpi_kind k);
+/* At MPI_Finalize: every communicator's objects destroyed. */
+void mpi_comm_fini_all(void);
+int mpi_comm_keyval_init(void);
+
+/* req.c.  Starts an offloaded collective: *req becomes its MPI request.
+ * Posted now, or queued behind earlier ones of its kind that found no room
+ * (the pump posts it).  Lock held; returns an MPI error code. */
+int mpi_req_start(struct mpi_comm *mc, const struct mpi_args *a, MPI_Request *req);
+/* Posts what is queued and reads what completed; completes (to MPI) the
+ * requests whose collectives are done.  Takes the lock. */
+void mpi_progress(void);
+/* Offloaded requests among reqs[0 .. n) not yet complete (to MPI); 0 for
+ * a list with none of ours.  Takes the lock. */
+int mpi_req_pending(int n, const MPI_Request *reqs);
+/* Whether any offloaded request is live (cheap: no lock). */
+bool mpi_req_any(void);
+/* Waits (driving MPI's own progress too) until none of reqs[0 .. n) of ours
+ * is pending, each bounded by mpi_g.timeout_ms after the wait began. */
+void mpi_req_wait_ours(int n, const MPI_Request *reqs);
+/* One turn of such a wait between two tests: the bound checked, MPI's
+ * progress driven. */
+void mpi_req_wait_step(int n, const MPI_Request *reqs);
+/* The request of mc's that are live; at finalize and communicator free:
+ * waited within the bound, the rest abandoned (named).  Lock held. */
+void mpi_req_drain(struct mpi_comm *mc);
+void mpi_req_fini(void);
+
+#endif

@@ -1,0 +1,128 @@
+"""libemunic-mpi.so, the PMPI interposer (mpi/, issue 19): an unmodified MPI
+program (tests/mpi/emunic-mpi-colls.c: the five I-collectives and their
+blocking forms, mixed with point-to-point, waited by every form of Wait and
+Test, on MPI_COMM_WORLD, a dup, a split, MPI_COMM_SELF and an
+intercommunicator) prints the same results, bit for
+bit, under Open MPI with and without LD_PRELOAD, at 2, 3 and 4 ranks; what it
+cannot take falls back to MPI with a reason; an injected fault ends the job
+with a named error, not a hang."""
+import re
+
+import pytest
+
+from conftest import BIN
+
+LIB = BIN.replace("/bin", "/lib") + "/libemunic-mpi.so"
+PROG = BIN + "/emunic-mpi-colls"
+# Open MPI's own transport on the node (shared memory), never rxe: only the
+# offloaded collectives use emunic.
+MPI_ENV = "OMPI_MCA_plm=isolated OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1"
+KINDS = ("ibcast", "iallreduce", "ialltoall", "igather", "iallgather")
+
+
+def mpirun(rxe, n, preload=True, env=(), args="", timeout=200):
+    x = "".join(" -x %s" % e for e in env)
+    if preload:
+        x += " -x LD_PRELOAD=%s" % LIB
+    return rxe.run("%s timeout %d mpirun --allow-run-as-root --oversubscribe -np %d%s %s %s"
+                   % (MPI_ENV, timeout - 20, n, x, PROG, args), timeout=timeout)
+
+
+def results(out, n):
+    lines = sorted(l for l in out.splitlines() if re.match(r"emunic-mpi-colls: rank \d+: .*: ok [0-9a-f]{16}$", l))
+    for r in range(n):
+        assert "emunic-mpi-colls: rank %d: " % r in out and re.search(
+            r"emunic-mpi-colls: rank %d: \d+ checks, 0 failed" % r, out), out
+    assert "MISMATCH" not in out, out
+    return lines
+
+
+def counts(out, n):
+    """Rank 0's counts per kind; at an even n every rank's are the same (at
+    an odd one the split's halves differ: one has a single rank)."""
+    got = {}
+    for r, kind, off, fell in re.findall(r"emunic-mpi: rank (\d+): (\w+): (\d+) offloaded, (\d+) fell back", out):
+        got.setdefault(kind, {})[int(r)] = (int(off), int(fell))
+    assert sorted(got) == sorted(KINDS), out
+    for kind in KINDS:
+        assert sorted(got[kind]) == list(range(n)), (kind, out)
+        assert n % 2 or len(set(got[kind].values())) == 1, (kind, got[kind], out)
+    return {k: v[0] for k, v in got.items()}
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_same_results_with_and_without_the_interposer(rxe, n):
+    rc, plain = mpirun(rxe, n, preload=False)
+    assert rc == 0, plain
+    rc, pre = mpirun(rxe, n, env=["EMUNIC_MPI_VERBOSE=1"])
+    assert rc == 0, pre
+    assert results(pre, n) == results(plain, n)
+    assert len(results(pre, n)) > 80 * n
+    c = counts(pre, n)
+    for kind in KINDS:
+        assert c[kind][0] > 0, (kind, pre)
+    # The fallbacks: a user-defined op, a derived datatype, MPI_COMM_SELF,
+    # an intercommunicator and, at 2 ranks, the split's halves (one rank
+    # each: 2 bcasts, an allreduce); at 4 the halves offload over devices of
+    # their own.  Every other call offloaded.
+    assert c["iallreduce"][1] == (2 if n == 2 else 1) and c["ibcast"][1] == (5 if n == 2 else 3), pre
+    for why in ("MPI_Iallreduce on MPI_COMM_WORLD falls back to MPI: a user-defined op",
+                "MPI_Ibcast on MPI_COMM_WORLD falls back to MPI: a derived datatype",
+                "MPI_Ibcast on MPI_COMM_SELF falls back to MPI: a communicator of one rank",
+                "falls back to MPI: an intercommunicator"):
+        assert pre.count(why) == n, (why, pre)
+    assert "offloading collectives on rxe" in pre, pre
+
+
+def test_blocking_forms_many_in_flight_and_a_size_limit(rxe):
+    """EMUNIC_MPI_BLOCKING=1 offloads MPI_Bcast & co. too; 40 allreduces in
+    flight (emunic takes three: the rest queue and post in order); messages
+    over EMUNIC_MPI_MAX_BYTES fall back, named."""
+    rc, plain = mpirun(rxe, 3, preload=False, args="--many 40")
+    assert rc == 0, plain
+    rc, pre = mpirun(rxe, 3, env=["EMUNIC_MPI_VERBOSE=1", "EMUNIC_MPI_BLOCKING=1", "EMUNIC_MPI_MAX_BYTES=4096"],
+                     args="--many 40")
+    assert rc == 0, pre
+    assert results(pre, 3) == results(plain, 3)
+    c = counts(pre, 3)
+    assert c["iallreduce"][0] >= 40 + 1, pre	# the many, and MPI_Allreduce
+    assert "MPI_Bcast on" not in pre and "MPI_Ibcast on MPI_COMM_WORLD falls back to MPI: 65536 bytes, " \
+        "more than the 4096 it offloads (EMUNIC_MPI_MAX_BYTES)" in pre, pre
+    assert "MPI_Igather on MPI_COMM_WORLD falls back to MPI: 4096 bytes, more than the 1366 it offloads" in pre, pre
+
+
+def test_off_and_bad_settings(rxe):
+    """EMUNIC_MPI=0 leaves every collective to MPI (same results); a
+    malformed setting is named and its default kept."""
+    rc, out = mpirun(rxe, 2, env=["EMUNIC_MPI=0", "EMUNIC_MPI_VERBOSE=1", "EMUNIC_MPI_MAX_BYTES=lots"])
+    assert rc == 0, out
+    assert out.count("ignoring EMUNIC_MPI_MAX_BYTES=lots (want a number from 0 to 1073741824); using 1048576") == 2
+    assert out.count("EMUNIC_MPI=0: every collective stays MPI's") == 2, out
+    c = counts(out, 2)
+    assert all(c[k][0] == 0 for k in KINDS), out
+    results(out, 2)
+
+
+def test_an_injected_fault_ends_the_job_with_a_named_error(rxe):
+    """Rank 0's 7th send fails (an allreduce's): emunic names the peer and
+    the collective, the interposer the request, and MPI's error handler ends
+    the job: a clear exit, no hang."""
+    rc, out = mpirun(rxe, 2, env=["EMUNIC_FAULTS=wc:status=REM_ACCESS_ERR,rank=0,op=7,opcode=send",
+                                  "EMUNIC_MPI_TIMEOUT_MS=10000"], timeout=150)
+    assert rc not in (0, 124), out
+    assert re.search(r"emunic: rank 0: coll: \w+ \d+: SEND to peer 1 failed: remote access error", out), out
+    assert re.search(r"emunic-mpi: rank 0: \w+ on communicator 0x[0-9a-f]+ failed: ", out), out
+    assert "MPI_ERR_OTHER" in out, out
+
+
+def test_a_wait_on_a_collective_no_peer_calls_ends(rxe):
+    """An erroneous program (rank 0 waits on an MPI_Ibcast from rank 1 that
+    no other rank calls) is not left hanging: the wait ends after
+    EMUNIC_MPI_TIMEOUT_MS, emunic names the parent it still waits for, and
+    MPI_Wait returns an error (the program asked for MPI_ERRORS_RETURN)."""
+    rc, out = mpirun(rxe, 3, env=["EMUNIC_MPI_TIMEOUT_MS=3000"], args="--missing", timeout=120)
+    assert rc == 1, out
+    assert "emunic-mpi-colls: rank 0: the wait returned an error" in out, out
+    assert "emunic-mpi: rank 0: ibcast on communicator 0x" in out and \
+        "not complete after 3000 ms (EMUNIC_MPI_TIMEOUT_MS): it fails" in out, out
+    assert re.search(r"emunic: rank 0: coll: bcast 2 not complete.*data missing from peer 1", out), out
