@@ -16,6 +16,8 @@ import io
 import os
 import re
 
+import pytest
+
 from conftest import BIN, ROOT, SANBIN, host
 
 RUN = BIN + "/emunic-run"
@@ -727,4 +729,67 @@ def test_alltoall_bench_usage():
     rc, out = host("%s alltoall --help" % BENCH)
     assert rc == 0 and "  alltoall [OPTIONS]" in out, out
     for opt in ("--sizes LIST", "--segment BYTES", "--iters K", "--warmup W", "--csv FILE"):
+        assert opt in out, (opt, out)
+
+
+# ---- gather, allgather ------------------------------------------------------------
+
+XG_ALG = {"gather": "the linear gather", "allgather": "the pairwise exchange"}
+
+
+@pytest.mark.parametrize("cmd", ["gather", "allgather"])
+def test_gather_bench(rxe, cmd):
+    """Offloaded gather / allgather vs the host-progressed ones at 3 ranks
+    (a root with two peers; two steps of the exchange): the table (gather's
+    with the slowest rank's column), a target line per size (met or MISSED,
+    never asserted) and every metric in the CSV; the check before timing
+    (blocking calls from every root, three in flight, every byte) passed,
+    or the bench would exit 3.  Then 2 ranks: the overlap target lines."""
+    path = csv_path("test-%s.csv" % cmd)
+    rc, out = rxe.run("%s -n 3 -t 300 %s %s --iters 20 --warmup 2 --sizes 0,8K,64K --csv %s"
+                      % (RUN, BENCH, cmd, path), timeout=360)
+    assert rc == 0, out
+    assert ("emunic-bench %s: offloaded (mq, %s on the progress core) vs host-progressed (ptp)"
+            % (cmd, XG_ALG[cmd])) in out, out
+    slow = r"\s+" + NUM if cmd == "gather" else ""
+    for size in ("0", "8K", "64K"):
+        assert re.search(r"^\s+%s\s+ptp\s+%s\s+%s%s\s+-\s+%s$" % (size, NUM, NUM, slow, NUM), out, re.M), out
+        assert re.search(r"^\s+%s\s+mq\s+%s\s+%s%s\s+%sx\s+%s$" % (size, NUM, NUM, slow, NUM, NUM), out, re.M), out
+        assert re.search(r"^\s+(met|MISSED)\s+%s %s mean <= 1.00x ptp \(3 ranks\)\s+mq\s+" % (cmd, size),
+                         out, re.M), out
+    assert "i%s 64K overlap" % cmd not in out, out
+    rows, text = read_csv(path)
+    by = {(r["impl"], r["metric"]): float(r["value"]) for r in rows}
+    for impl in ("ptp", "mq"):
+        for size in ("0", "8K", "64K"):
+            lat = by[(impl, "%s_latency_%s" % (cmd, size))]
+            assert lat > 0 and by[(impl, "%s_latency_p50_%s" % (cmd, size))] > 0, text
+            assert 0 <= by[(impl, "i%s_overlap_%s" % (cmd, size))] <= 100, text
+            if cmd == "gather":
+                assert by[(impl, "gather_latency_slowest_" + size)] >= lat * 0.999, text
+    assert {r["ranks"] for r in rows} == {"3"}, text
+    rc, out = rxe.run("%s -n 2 -t 200 %s %s --iters 10 --warmup 2 --sizes 8,64K" % (RUN, BENCH, cmd), timeout=260)
+    assert rc == 0, out
+    for size in ("8", "64K"):
+        assert re.search(r"^\s+(met|MISSED)\s+%s %s mean <= 1.15x ptp \(2 ranks\)\s+mq\s+" % (cmd, size),
+                         out, re.M), out
+    assert re.search(r"^\s+(met|MISSED)\s+i%s 64K overlap >= 50%% \(2 ranks\)\s+mq\s+%s%%; ptp %s%%$"
+                     % (cmd, NUM, NUM), out, re.M), out
+    assert re.search(r"^\s+(met|MISSED)\s+i%s 64K overlap >= 2x ptp's \(2 ranks\)\s+mq\s+" % cmd, out, re.M), out
+    assert "i%s 8 overlap" % cmd not in out, out
+
+
+@pytest.mark.parametrize("cmd", ["gather", "allgather"])
+def test_gather_bench_usage(cmd):
+    for args in ("--sizes 8M", "--sizes 8,x", "--iters 0", "--warmup -1", "--segment x", "--segment 8M",
+                 "--bogus", "extra"):
+        rc, out = host("%s %s %s" % (BENCH, cmd, args))
+        assert rc == 2, (cmd, args, out)
+        assert "usage:" in out and "emunic-bench %s --help" % cmd in out, (cmd, args, out)
+    rc, out = host("%s %s --help" % (BENCH, cmd))
+    assert rc == 0 and "  %s [OPTIONS]" % cmd in out, out
+    other = "allgather" if cmd == "gather" else "gather"
+    assert "  %s [OPTIONS]" % other not in out and "  alltoall [OPTIONS]" not in out, out
+    for opt in ("--sizes LIST", "--segment BYTES", "--iters K", "--warmup W", "--csv FILE",
+                "i%s_overlap_S" % cmd):
         assert opt in out, (opt, out)

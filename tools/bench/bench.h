@@ -10,12 +10,12 @@
  *  - the option machinery of opts.c: the table entries every subcommand
  *    ends its options with, bench_parse_opts and the parsers of values;
  *  - coll.c's frame of the collective benchmarks (allreduce.c, bcast.c,
- *    alltoall.c): struct coll_bench, what differs between them, and
+ *    alltoall.c, gather.c): struct coll_bench, what differs between them, and
  *    bench_coll_main, the options, the loop, the OSU overlap, the figures,
  *    the CSV rows, the table and the target lines they share;
  *  - each subcommand's entry point and --help section (barrier.c,
- *    allreduce.c, bcast.c, alltoall.c, trig.c, rndv.c, p2p.c, conn.c,
- *    faults.c, idle.c, potato.c, instr.c), for the table in main.c;
+ *    allreduce.c, bcast.c, alltoall.c, gather.c, trig.c, rndv.c, p2p.c,
+ *    conn.c, faults.c, idle.c, potato.c, instr.c), for the table in main.c;
  *  - potato.c's game, which instr.c plays under callgrind.
  * main.c says what the subcommands are and how a new one is added.  Calls
  * point one way: main.c to the subcommands, they to coll.c, opts.c and
@@ -186,6 +186,16 @@ struct coll_bench {
 	void (*report_head)(const struct bench *b, const struct coll_opts *o, const char *device);
 };
 
+/* What the block collectives' struct coll_bench share (gather.c's two and
+ * alltoall.c's): sizes are a rank's block, 0 to 4M
+ * bytes (default 8,8K,64K), with --segment; 100 calls a loop; figures are
+ * means over the ranks; the overlap targets at 64 KiB.  An initializer
+ * starts with it. */
+#define COLL_BLOCK_BENCH                                                                          \
+	.max_what = "blocks up to", .iters = 100, .sizes = "8,8K,64K",                              \
+	.sizes_wants = "block sizes, each 0 to 4M bytes (0, 8, 8K, 64K)", .max_size = (size_t)4 << 20, \
+	.align = 1, .zero = true, .segment = true, .means = true, .overlap_size = 65536
+
 /* Parses argv, measures, reports; the exit status, or BENCH_HELP. */
 int bench_coll_main(const struct coll_bench *cb, int argc, char **argv);
 size_t bench_coll_max_size(const struct coll_opts *o);
@@ -218,6 +228,8 @@ int bench_idle_main(int argc, char **argv);
 int bench_allreduce_main(int argc, char **argv);
 int bench_bcast_main(int argc, char **argv);
 int bench_alltoall_main(int argc, char **argv);
+int bench_gather_main(int argc, char **argv);
+int bench_allgather_main(int argc, char **argv);
 int bench_potato_main(int argc, char **argv);
 int bench_instr_main(int argc, char **argv);
 
@@ -232,6 +244,8 @@ extern const char bench_idle_help[];
 extern const char bench_allreduce_help[];
 extern const char bench_bcast_help[];
 extern const char bench_alltoall_help[];
+extern const char bench_gather_help[];
+extern const char bench_allgather_help[];
 extern const char bench_potato_help[];
 extern const char bench_instr_help[];
 

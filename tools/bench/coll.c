@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * emunic-bench's collective frame, for allreduce.c, bcast.c and alltoall.c:
- * each measures an offloaded collective (mq: an emunic_coll on the progress
- * core) against its host-progressed baseline (ptp) the same way, and this
- * file is that way:
+ * emunic-bench's collective frame, for allreduce.c, bcast.c, alltoall.c and
+ * gather.c (gather, allgather): each measures an offloaded collective (mq:
+ * an emunic_coll on the progress core) against its host-progressed
+ * baseline (ptp) the same way, and this file is that way:
  *  - the options (--sizes, --iters, --warmup, --segment where it has one);
  *  - the loop over the two implementations (ptp first) and the sizes;
  *  - at each size: the subcommand's check (if any), the warm-up, latency

@@ -7,6 +7,8 @@
  *   emunic-run -n N emunic-bench allreduce [OPTIONS]
  *   emunic-run -n N emunic-bench bcast [OPTIONS]
  *   emunic-run -n N emunic-bench alltoall [OPTIONS]
+ *   emunic-run -n N emunic-bench gather [OPTIONS]
+ *   emunic-run -n N emunic-bench allgather [OPTIONS]
  *   emunic-run -n 2 emunic-bench trig [OPTIONS]
  *   emunic-run -n 2 emunic-bench rndv [OPTIONS]
  *   emunic-run -n 2 emunic-bench p2p [OPTIONS]
@@ -33,6 +35,9 @@
  * (baseline/ptp_bcast.c): latency and OSU overlap, root 0 (bcast.c).
  * alltoall: the offloaded all-to-all against the host-progressed one
  * (baseline/ptp_exchange.c): latency and OSU overlap (alltoall.c).
+ * gather and allgather: the offloaded gather (root 0) and allgather against
+ * the host-progressed ones (baseline/ptp_exchange.c): latency and OSU
+ * overlap, both subcommands one file (gather.c).
  *
  * trig: a chain of triggered puts against the same chain driven by the app
  * thread: wall time and the app's CPU (trig.c).  rndv: chunked
@@ -166,6 +171,10 @@ static const struct subcmd subcmds[] = {
 	  bench_bcast_help, bench_bcast_main },
 	{ "alltoall", "offloaded alltoall (pairwise) vs the ptp baseline: latency, OSU overlap",
 	  bench_alltoall_help, bench_alltoall_main },
+	{ "gather", "offloaded gather (linear, root 0) vs the ptp baseline: latency, OSU overlap",
+	  bench_gather_help, bench_gather_main },
+	{ "allgather", "offloaded allgather (pairwise) vs the ptp baseline: latency, OSU overlap",
+	  bench_allgather_help, bench_allgather_main },
 	{ "trig", "a chain of triggered puts vs the same chain driven by the app: time, app CPU",
 	  bench_trig_help, bench_trig_main },
 	{ "rndv", "chunked rendezvous vs one get a message: throughput by size, slow receiver",
