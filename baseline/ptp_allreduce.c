@@ -3,21 +3,26 @@
  * The host-progressed allreduce (see ptp.h): the offloaded allreduce's
  * algorithm (engines/coll/allreduce.c) run by the application thread over
  * plain verbs, so the benchmark compares two ways of running one algorithm.
- * The schedule is schedule.c's; each pair reduces with emunic_calc, the
- * lower rank's operand first, as the offload's CALC tasks do.
+ * The schedules are the offload's: below the threshold (rsag.h's
+ * coll_rsag_bytes, the same for both) recursive doubling on schedule.c's
+ * steps, from it reduce-scatter + allgather on rsag.c's, in place in the
+ * slot's copy of sbuf; each pair reduces with emunic_calc, the lower rank's
+ * operand first, as the offload's CALC tasks do.
  *
  * Data lands in a window of PTPA_WINDOW receive buffers per waited-for
  * peer: the k-th message from q lands in buffer (k - 1) % W, and its
- * receive is posted again once the allreduce that reads it has folded it.
- * A partner sends allreduce k's data only after it finished k - 1, which
- * needed this rank's data for k - 1, sent only after this rank folded k - 2:
- * so W >= 2 never meets RNR (4 keeps a margin).  Allreduces run one at a
- * time, oldest first; at most PTPA_SLOTS - 1 are in flight, each with a
- * slot (its copy of sbuf and a result per step) reused only once the sends
- * from it completed.
+ * receive is posted again once the allreduce that reads it has used it.
+ * A partner sends allreduce k's first message only after it finished
+ * k - 1, which needed this rank's last message for k - 1, sent only after
+ * this rank used all but that partner's last for k - 1 (its gather, in
+ * reduce-scatter + allgather): at most three unused, so W = 4 never meets
+ * RNR.  Allreduces run one at a time, oldest first; at most PTPA_SLOTS - 1
+ * are in flight, each with a slot (its copy of sbuf and a result per step)
+ * reused only once the sends from it completed.
  */
 #include "baseline/ptp.h"
 #include "baseline/ptp_cq.h"
+#include "engines/coll/rsag.h"
 #include "engines/coll/schedule.h"
 #include "emunic/base/log.h"
 #include "emunic/verbs.h"
@@ -37,6 +42,7 @@ struct ptpa_op {
 	void *rbuf;
 	size_t bytes, count;
 	int type, op;
+	bool rsag;			/* reduce-scatter + allgather */
 	unsigned sends_out;		/* sends from its slot not yet complete */
 };
 
@@ -49,18 +55,22 @@ struct emunic_ptp_ar {
 	struct coll_step *step;
 	int nstep;
 	bool extra;			/* rank >= N */
+	size_t rsag;			/* from this many bytes: reduce-scatter + allgather */
 	size_t max;
 	unsigned char *mem;		/* slots, then the landing windows */
 	size_t mem_bytes;
 	struct ibv_mr *mr;
 	int *land_of;			/* by rank: its landing window, or -1 */
-	uint64_t *arrived, *folded;	/* by rank: messages arrived, folded */
+	uint64_t *arrived, *folded;	/* by rank: messages arrived, used */
 	struct ptpa_op op[PTPA_SLOTS];
 	struct ptp_ops ops;		/* allreduces, numbered from 1; the first failure */
 	int cur;			/* the oldest allreduce's next step */
 	bool cur_sent;
 	const unsigned char *acc;	/* ... its running result */
 	int pend;			/* ... the rank whose data waits to be folded (-1) */
+	uint64_t plan_seq;		/* reduce-scatter + allgather: whose steps plan holds */
+	int nplan;
+	struct coll_rs_step plan[COLL_RS_MAX_STEPS];
 };
 
 struct emunic_ptp_ar_req {
@@ -143,19 +153,81 @@ static int poll_cq(struct emunic_ptp_ar *p)
 	return ptp_cq_poll(&p->q, on_wc, p, "ptp allreduce");
 }
 
-/* dst = acc op (what came from q), the lower rank's operand first; the
- * landing buffer is free again: its receive goes back up. */
-static int fold(struct emunic_ptp_ar *p, const struct ptpa_op *o, void *dst, int q, uint64_t seq)
+/* The next message from q, landed. */
+static const unsigned char *next_in(const struct emunic_ptp_ar *p, int q)
 {
-	const unsigned char *in = land(p, q, seq);
+	return land(p, q, p->folded[q] + 1);
+}
 
-	if (p->rank < q)
-		emunic_calc(o->op, o->type, dst, p->acc, in, o->count);
-	else
-		emunic_calc(o->op, o->type, dst, in, p->acc, o->count);
-	p->acc = dst;
+/* q's next message is used: its landing buffer's receive goes back up. */
+static int consume(struct emunic_ptp_ar *p, int q)
+{
 	p->folded[q]++;
 	return post_recv(p, q, p->folded[q] + PTPA_WINDOW);
+}
+
+/* dst = mine op in (count elements), the lower rank's operand first. */
+static void reduce(const struct emunic_ptp_ar *p, const struct ptpa_op *o, void *dst, const void *mine,
+		   const void *in, int q, size_t count)
+{
+	if (p->rank < q)
+		emunic_calc(o->op, o->type, dst, mine, in, count);
+	else
+		emunic_calc(o->op, o->type, dst, in, mine, count);
+}
+
+/* dst = acc op (what came from q); the landing buffer is free again. */
+static int fold(struct emunic_ptp_ar *p, const struct ptpa_op *o, void *dst, int q)
+{
+	reduce(p, o, dst, p->acc, next_in(p, q), q, o->count);
+	p->acc = dst;
+	return consume(p, q);
+}
+
+/* Reduce-scatter + allgather (rsag.h) of allreduce seq as far as what
+ * arrived allows, in place in its copy of sbuf: 1 done, 0 not yet, or an
+ * error. */
+static int advance_rsag(struct emunic_ptp_ar *p, uint64_t seq, const struct ptpa_op *o)
+{
+	size_t es = emunic_calc_size(o->type);
+	unsigned char *v = slot_buf(p, seq, 0);
+
+	if (p->plan_seq != seq) {
+		p->nplan = coll_rsag_plan(p->rank, p->size, o->count, p->plan);
+		p->plan_seq = seq;
+	}
+	for (; p->cur < p->nplan; p->cur++, p->cur_sent = false) {
+		const struct coll_rs_step *st = &p->plan[p->cur];
+		int q = st->peer, r;
+
+		if (coll_rs_sends(st->kind) && !p->cur_sent) {
+			r = post_send(p, q, seq, v + st->soff * es, st->scnt * es);
+			if (r)
+				return r;
+			p->cur_sent = true;
+		}
+		if (!coll_rs_waits(st->kind))
+			continue;
+		if (p->arrived[q] <= p->folded[q])
+			return 0;
+		switch (st->kind) {
+		case COLL_RS_EXTRA:	/* the result itself */
+			if (o->bytes)
+				memcpy(o->rbuf, next_in(p, q), o->bytes);
+			break;
+		case COLL_RS_GATHER:
+			memcpy(v + st->roff * es, next_in(p, q), st->rcnt * es);
+			break;
+		default:		/* IN, HALVE */
+			reduce(p, o, v + st->roff * es, v + st->roff * es, next_in(p, q), q, st->rcnt);
+		}
+		r = consume(p, q);
+		if (r)
+			return r;
+	}
+	if (!p->extra && o->bytes)
+		memcpy(o->rbuf, v, o->bytes);
+	return 1;
 }
 
 /* Runs the oldest allreduce as far as what arrived allows, then the next. */
@@ -166,6 +238,17 @@ static int advance(struct emunic_ptp_ar *p)
 		struct ptpa_op *o = &p->op[seq % PTPA_SLOTS];
 		int r = 0;
 
+		if (o->rsag) {
+			r = advance_rsag(p, seq, o);
+			if (r <= 0) {
+				if (r)
+					ptp_ops_fail(&p->ops, seq, r);
+				return r;
+			}
+			p->ops.done = seq;
+			p->cur = 0;
+			continue;
+		}
 		if (p->cur == 0 && !p->cur_sent && p->pend < 0)
 			p->acc = slot_buf(p, seq, 0);
 		for (; p->cur < p->nstep; p->cur++, p->cur_sent = false) {
@@ -173,7 +256,7 @@ static int advance(struct emunic_ptp_ar *p)
 
 			if (st->send && !p->cur_sent) {
 				if (p->pend >= 0) {
-					r = fold(p, o, slot_buf(p, seq, 1 + p->cur), p->pend, seq);
+					r = fold(p, o, slot_buf(p, seq, 1 + p->cur), p->pend);
 					p->pend = -1;
 				}
 				r = r ? r : post_send(p, st->peer, seq, p->acc, o->bytes);
@@ -184,18 +267,17 @@ static int advance(struct emunic_ptp_ar *p)
 				p->cur_sent = true;
 			}
 			if (st->wait) {
-				if (p->arrived[st->peer] < seq)
+				if (p->arrived[st->peer] <= p->folded[st->peer])
 					return 0;
 				p->pend = st->peer;
 			}
 		}
 		if (p->pend >= 0 && p->extra) {		/* the result itself came */
 			if (o->bytes)
-				memcpy(o->rbuf, land(p, p->pend, seq), o->bytes);
-			p->folded[p->pend]++;
-			r = post_recv(p, p->pend, p->folded[p->pend] + PTPA_WINDOW);
+				memcpy(o->rbuf, next_in(p, p->pend), o->bytes);
+			r = consume(p, p->pend);
 		} else if (p->pend >= 0) {
-			r = fold(p, o, o->rbuf, p->pend, seq);
+			r = fold(p, o, o->rbuf, p->pend);
 		} else if (o->bytes && p->acc != o->rbuf) {
 			memcpy(o->rbuf, p->acc, o->bytes);	/* sent to the extra rank last */
 		}
@@ -257,7 +339,8 @@ static int start(void *ctx, const void *args, uint64_t *seq)
 		return r;
 	if (p->ops.posted - p->ops.done >= PTPA_SLOTS - 1 || o->sends_out)
 		return -ENOSPC;
-	*o = (struct ptpa_op){ .rbuf = rbuf, .bytes = bytes, .count = count, .type = type, .op = op };
+	*o = (struct ptpa_op){ .rbuf = rbuf, .bytes = bytes, .count = count, .type = type, .op = op,
+			       .rsag = bytes >= p->rsag };
 	if (p->size == 1 || !bytes) {
 		if (bytes)
 			memmove(rbuf, sbuf, bytes);
@@ -385,7 +468,11 @@ int emunic_ptp_ar_create(struct emunic_boot *boot, size_t max_bytes, int timeout
 	p->spin_us = spin_us;
 	p->pend = -1;
 	p->max = ((max_bytes ? max_bytes : 64 * 1024) + 63) & ~(size_t)63;
-	r = setup(p);
+	r = coll_rsag_bytes(0, p->size, &p->rsag);
+	if (r)
+		r = emunic_err(-EINVAL, "ptp allreduce: %s='%s' is not %s", COLL_RSAG_ENV, getenv(COLL_RSAG_ENV),
+			       COLL_RSAG_WANTS);
+	r = r ? r : setup(p);
 	if (!r && p->size > 1)
 		r = open_verbs(p);
 	if (r) {

@@ -79,6 +79,10 @@ struct emunic_coll_attr {
 	/* Bound on connecting (create), on emunic_barrier() and on draining
 	 * (destroy), in ms; 0: 30000; < 0: no bound. */
 	int timeout_ms;
+	/* ALLREDUCE: messages of at least this many bytes use reduce-scatter
+	 * + allgather (0: $EMUNIC_RSAG_BYTES, else 64 KiB from 4 ranks on and
+	 * never with 2 or 3; SIZE_MAX: never). */
+	size_t rsag_bytes;
 };
 void emunic_coll_attr_init(struct emunic_coll_attr *a);
 
@@ -105,17 +109,23 @@ int emunic_ibarrier(struct emunic_coll *c, struct emunic_coll_req **req);
 /*
  * Allreduce: rbuf = sbuf of rank 0 op sbuf of rank 1 op ..., count elements
  * of type (enum emunic_calc_op / emunic_calc_type of <emunic/mq.h>), on a
- * collective created with kind EMUNIC_COLL_ALLREDUCE.  Recursive doubling
- * over the largest power of two N <= size ranks, rank r >= N folded into
- * r - N first and sent the result last (the barrier's schedule); every
- * reduction is a CALC task run by the progress core when the data it needs
- * has arrived, so a posted iallreduce completes while the app computes.
- * sbuf is copied when posted (it may be reused at once, and may be rbuf);
- * rbuf holds the result once the request completes: written by the progress
- * core, or on a rank >= N copied by the call (test, wait) that sees the
- * completion.  An allreduce that timed out stays posted, so its rbuf stays in
- * use until it completes or the collective is destroyed.  Every rank gets the
- * same bits (each pair reduces the same two operands in the same order).
+ * collective created with kind EMUNIC_COLL_ALLREDUCE.  Over the largest
+ * power of two N <= size ranks, rank r >= N folded into r - N first and sent
+ * the result last: below attr.rsag_bytes recursive doubling (the barrier's
+ * schedule), from it reduce-scatter + allgather (Rabenseifner: recursive
+ * halving, each rank ending with 1/N of the vector reduced, then recursive
+ * doubling of those blocks; about 2 x (N - 1) / N vectors sent a rank
+ * instead of log2(N)); every reduction is a CALC task run by the progress
+ * core when the data it needs has arrived, so a posted iallreduce completes
+ * while the app computes.  sbuf is copied when posted (it may be reused at
+ * once, and may be rbuf); rbuf holds the result once the request completes:
+ * written by the progress core, or (on a rank >= N, and for every
+ * reduce-scatter + allgather) copied by the call (test, wait) that sees the
+ * completion.  An allreduce that timed out stays posted, so its rbuf stays
+ * in use until it completes or the collective is destroyed.  Every rank
+ * gets the same bits (each pair reduces the same two operands in the same
+ * order; after a reduce-scatter each block's result is copied, not
+ * recomputed), though the two algorithms associate differently.
  * -EINVAL: an op x type pair emunic_calc_check rejects; -EMSGSIZE: more than
  * max_bytes; -ENOSPC (nonblocking form): three in flight.  Allreduces
  * complete in the order posted; from a failed one on, each fails with its

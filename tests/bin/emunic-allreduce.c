@@ -15,7 +15,21 @@
  *     bits      random doubles, -0/+0 and NaNs: every rank gets the same bits
  *     fault     under emunic-run -f SPEC: every rank fails, within 3 s, and
  *               every allreduce after its first failure fails too
- *     ptp-ops, ptp-sizes, ptp-bits   the same on the host-progressed baseline
+ *     rsag      ops, counts (0 to 2 x ranks + 1, and odd ones: blocks empty
+ *               or uneven) and sizes; run with EMUNIC_RSAG_BYTES=0 it is
+ *               all reduce-scatter + allgather
+ *     order     random doubles summed below and above the threshold, and on
+ *               objects whose attr.rsag_bytes says never and always: the
+ *               bits must be those of the algorithm the threshold picks
+ *               (recursive doubling adds at distance 1 first, the halving
+ *               at N/2 first: at 4 ranks and more they differ)
+ *     ptp-ops, ptp-sizes, ptp-bits, ptp-rsag, ptp-order   the same on the
+ *               host-progressed baseline
+ *
+ *   emunic-allreduce plan     (on the host, no ranks) rsag.c's steps for
+ *               1 to 64 ranks and many counts, run as messages between
+ *               simulated ranks: every step's message matches its peer's,
+ *               no element is reduced twice, every rank ends with all
  *
  * Every rank checks its result; rank 0 prints "emunic-allreduce: CHECK: PASS".
  */
@@ -23,9 +37,11 @@
 #include <emunic/coll.h>
 
 #include "baseline/ptp.h"
+#include "engines/coll/rsag.h"
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +131,7 @@ static bool same(int type, const unsigned char *a, const unsigned char *b, size_
 
 static unsigned char *sbuf, *rbuf, *want, *tmp;
 static struct emunic_ptp_ar *P;	/* ptp-*: the host-progressed baseline instead */
+static struct emunic_dev *test_dev;
 
 static int do_allreduce(struct emunic_coll *c, const void *s, void *r, size_t n, int type, int op)
 {
@@ -329,12 +346,267 @@ static void t_invalid(struct emunic_coll *c)
 	one(c, EMUNIC_CALC_SUM, EMUNIC_CALC_INT16, 7, true);
 }
 
+/* Counts whose blocks are empty (fewer than the ranks) or uneven. */
+static void t_counts(struct emunic_coll *c)
+{
+	const size_t odd[] = { 1000 + (size_t)size - 1, 4097, 65537 };
+
+	for (size_t n = 0; n <= 2 * (size_t)size + 1; n++) {
+		one(c, EMUNIC_CALC_SUM, EMUNIC_CALC_INT32, n, n % 2 == 0);
+		one(c, EMUNIC_CALC_MINLOC, EMUNIC_CALC_DOUBLE_INT, n, n % 2 == 1);
+	}
+	for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+		one(c, EMUNIC_CALC_SUM, EMUNIC_CALC_INT64, odd[i], i % 2 == 0);
+		one(c, EMUNIC_CALC_MAXLOC, EMUNIC_CALC_2INT, odd[i] / 3, i % 2 == 1);
+	}
+}
+
+static void t_rsag(struct emunic_coll *c)
+{
+	t_ops(c);
+	t_counts(c);
+	t_sizes(c);
+}
+
+/* Rank r's random doubles (any rank can make any rank's). */
+static void rand_doubles(int r, double *v, size_t count)
+{
+	unsigned seed = 977u + 131u * (unsigned)r;
+
+	for (size_t i = 0; i < count; i++) {
+		seed = seed * 1103515245u + 12345u;
+		v[i] = (double)(seed >> 8) / 16777216.0 * 2e6 - 1e6 + 1.0 / (double)(seed % 1000 + 1);
+	}
+}
+
+/* The SUM every rank must get: the extra ranks folded in, then pairs at
+ * distance 1, 2, .. (recursive doubling) or N/2, .., 1 (the halving: each
+ * block ends reduced in that order, the gathers copy it), the lower rank's
+ * operand first. */
+static void order_reference(bool halving, size_t count, double *out)
+{
+	int n = 1;
+	double *v, *t = malloc(count * sizeof(double) + 8);
+
+	while (n * 2 <= size)
+		n *= 2;
+	v = malloc((size_t)n * count * sizeof(double) + 8);
+	for (int r = 0; r < n; r++) {
+		rand_doubles(r, v + (size_t)r * count, count);
+		if (r + n < size) {
+			rand_doubles(r + n, t, count);
+			emunic_calc(EMUNIC_CALC_SUM, EMUNIC_CALC_DOUBLE, v + (size_t)r * count, v + (size_t)r * count, t,
+				    count);
+		}
+	}
+	for (int k = 0; (1 << k) < n; k++) {
+		int d = halving ? n >> (k + 1) : 1 << k;
+
+		for (int r = 0; r < n; r++)
+			if (!(r & d)) {
+				double *lo = v + (size_t)r * count, *hi = v + (size_t)(r + d) * count;
+
+				emunic_calc(EMUNIC_CALC_SUM, EMUNIC_CALC_DOUBLE, lo, lo, hi, count);
+				memcpy(hi, lo, count * sizeof(double));
+			}
+	}
+	memcpy(out, v, count * sizeof(double));
+	free(v);
+	free(t);
+}
+
+/* One SUM of count random doubles on c: bits must be those of the algorithm
+ * that threshold picks; returns whether the two algorithms' differ. */
+static bool order_one(struct emunic_coll *c, size_t count, size_t threshold)
+{
+	double *got = (double *)rbuf, *rd = (double *)want, *hv = (double *)tmp;
+	bool halving = count * sizeof(double) >= threshold;
+
+	rand_doubles(rank, (double *)sbuf, count);
+	if (do_allreduce(c, sbuf, rbuf, count, EMUNIC_CALC_DOUBLE, EMUNIC_CALC_SUM))
+		DIE("allreduce of %zu random doubles", count);
+	order_reference(false, count, rd);
+	order_reference(true, count, hv);
+	if (memcmp(got, halving ? hv : rd, count * sizeof(double)))
+		FAIL("%zu doubles (threshold %zu): not the bits of %s", count, threshold,
+		     halving ? "reduce-scatter + allgather" : "recursive doubling");
+	return memcmp(rd, hv, count * sizeof(double)) != 0;
+}
+
+static void t_order(struct emunic_coll *c)
+{
+	static const size_t counts[] = { 3, 64, 1000, 16384, 65536 };
+	struct emunic_coll_attr a;
+	size_t threshold;
+	bool differ = false;
+
+	if (coll_rsag_bytes(0, size, &threshold))
+		DIE("%s is malformed", COLL_RSAG_ENV);
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
+		differ |= order_one(c, counts[i], threshold);
+	if (size >= 4 && !differ)
+		FAIL("the two algorithms' sums do not differ: the check tells nothing");
+	if (P)
+		return;
+	/* The attribute wins over the variable: never, and from 8 bytes. */
+	for (int k = 0; k < 2; k++) {
+		struct emunic_coll *o;
+		size_t t = k ? 8 : SIZE_MAX;
+
+		emunic_coll_attr_init(&a);
+		a.kind = EMUNIC_COLL_ALLREDUCE;
+		a.max_bytes = 65536 * sizeof(double);
+		a.rsag_bytes = t;
+		if (emunic_coll_create(test_dev, &a, &o))
+			DIE("creating an allreduce object with rsag_bytes %zu", t);
+		for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
+			order_one(o, counts[i], t);
+		if (emunic_coll_destroy(o))
+			FAIL("destroying the object with rsag_bytes %zu", t);
+	}
+}
+
+/* ---- plan: rsag.c's steps, simulated on the host ---------------------------- */
+
+/* A simulated rank: its vector as masks of the ranks reduced in, where it
+ * is in its steps, and per peer a queue of messages (masks) sent to it. */
+struct sim_msg {
+	uint64_t *m;
+	size_t off, cnt;
+	struct sim_msg *next;
+};
+
+static int plan_fails;
+
+#define PLAN_FAIL(...) do { fprintf(stderr, "emunic-allreduce: plan: FAIL: "); fprintf(stderr, __VA_ARGS__); \
+			    fputc('\n', stderr); plan_fails++; } while (0)
+
+static void plan_one(int m, size_t count)
+{
+	struct coll_rs_step (*st)[COLL_RS_MAX_STEPS] = calloc((size_t)m, sizeof(*st));
+	int *ns = calloc((size_t)m, sizeof(int)), *at = calloc((size_t)m, sizeof(int));
+	uint64_t **v = calloc((size_t)m, sizeof(*v));
+	struct sim_msg **q = calloc((size_t)m * (size_t)m, sizeof(*q));	/* q[to * m + from] */
+	bool *sent = calloc((size_t)m, sizeof(bool)), moved = true;
+	uint64_t all = m == 64 ? ~0ull : (1ull << m) - 1;
+
+	for (int r = 0; r < m; r++) {
+		ns[r] = coll_rsag_plan(r, m, count, st[r]);
+		v[r] = calloc(count + 1, sizeof(uint64_t));
+		for (size_t i = 0; i < count; i++)
+			v[r][i] = 1ull << r;
+	}
+	while (moved) {
+		moved = false;
+		for (int r = 0; r < m; r++) {
+			const struct coll_rs_step *s;
+			struct sim_msg **head, *g;
+
+			if (at[r] == ns[r])
+				continue;
+			s = &st[r][at[r]];
+			if (s->soff + s->scnt > count || s->roff + s->rcnt > count || s->peer < 0 || s->peer >= m ||
+			    s->peer == r) {
+				PLAN_FAIL("%d ranks, %zu elements: rank %d step %d out of range", m, count, r, at[r]);
+				goto out;
+			}
+			if (coll_rs_sends(s->kind) && !sent[r]) {
+				struct sim_msg *nm = calloc(1, sizeof(*nm)), **tail = &q[(size_t)s->peer * (size_t)m + (size_t)r];
+
+				nm->m = malloc((s->scnt + 1) * sizeof(uint64_t));
+				memcpy(nm->m, v[r] + s->soff, s->scnt * sizeof(uint64_t));
+				nm->off = s->soff;
+				nm->cnt = s->scnt;
+				while (*tail)
+					tail = &(*tail)->next;
+				*tail = nm;
+				sent[r] = moved = true;
+			}
+			if (coll_rs_waits(s->kind)) {
+				head = &q[(size_t)r * (size_t)m + (size_t)s->peer];
+				if (!*head)
+					continue;
+				g = *head;
+				*head = g->next;
+				if (g->off != s->roff || g->cnt != s->rcnt)
+					PLAN_FAIL("%d ranks, %zu elements: rank %d step %d waits for [%zu, +%zu), peer %d "
+						  "sent [%zu, +%zu)", m, count, r, at[r], s->roff, s->rcnt, s->peer, g->off,
+						  g->cnt);
+				for (size_t i = 0; i < g->cnt && i < s->rcnt; i++) {
+					uint64_t *e = &v[r][s->roff + i];
+
+					if (s->kind == COLL_RS_IN || s->kind == COLL_RS_HALVE) {
+						if (*e & g->m[i])
+							PLAN_FAIL("%d ranks, %zu elements: rank %d reduces element %zu twice",
+								  m, count, r, s->roff + i);
+						*e |= g->m[i];
+					} else {
+						*e = g->m[i];
+					}
+				}
+				free(g->m);
+				free(g);
+			}
+			at[r]++;
+			sent[r] = false;
+			moved = true;
+		}
+	}
+	for (int r = 0; r < m; r++) {
+		if (at[r] != ns[r])
+			PLAN_FAIL("%d ranks, %zu elements: rank %d stuck at step %d of %d", m, count, r, at[r], ns[r]);
+		for (size_t i = 0; at[r] == ns[r] && i < count; i++)
+			if (v[r][i] != all) {
+				PLAN_FAIL("%d ranks, %zu elements: rank %d ends without every rank in element %zu", m,
+					  count, r, i);
+				break;
+			}
+		for (int p = 0; p < m; p++)
+			if (q[(size_t)r * (size_t)m + (size_t)p])
+				PLAN_FAIL("%d ranks, %zu elements: a message from %d to %d left over", m, count, p, r);
+	}
+out:
+	for (int r = 0; r < m; r++)
+		free(v[r]);
+	for (size_t i = 0; i < (size_t)m * (size_t)m; i++)
+		while (q[i]) {
+			struct sim_msg *g = q[i];
+
+			q[i] = g->next;
+			free(g->m);
+			free(g);
+		}
+	free(st);
+	free(ns);
+	free(at);
+	free(v);
+	free(q);
+	free(sent);
+}
+
+static int t_plan(void)
+{
+	int cases = 0;
+
+	for (int m = 1; m <= 64; m++)
+		for (size_t count = 0; count <= 3 * (size_t)m + 1; count += m > 16 ? 5 : 1, cases++)
+			plan_one(m, count);
+	for (int m = 2; m <= 64; m += 7, cases++)
+		plan_one(m, 100003);
+	if (plan_fails)
+		return 1;
+	printf("emunic-allreduce: plan: %d cases: PASS\n", cases);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct { const char *name; void (*fn)(struct emunic_coll *); } checks[] = {
 		{ "ops", t_ops }, { "sizes", t_sizes }, { "inflight", t_inflight }, { "late", t_late },
 		{ "invalid", t_invalid }, { "bits", t_bits }, { "fault", t_fault },
-		{ "ptp-ops", t_ops }, { "ptp-sizes", t_sizes }, { "ptp-bits", t_bits },
+		{ "rsag", t_rsag }, { "order", t_order },
+		{ "ptp-ops", t_ops }, { "ptp-sizes", t_sizes }, { "ptp-bits", t_bits }, { "ptp-rsag", t_rsag },
+		{ "ptp-order", t_order },
 	};
 	struct emunic_coll_attr a;
 	struct emunic_coll *c;
@@ -344,9 +616,13 @@ int main(int argc, char **argv)
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: emunic-run -n N [-f SPEC] emunic-allreduce "
-				"ops|sizes|inflight|late|invalid|bits|fault|ptp-ops|ptp-sizes|ptp-bits\n");
+				"ops|sizes|inflight|late|invalid|bits|fault|rsag|order|ptp-ops|ptp-sizes|ptp-bits|"
+				"ptp-rsag|ptp-order\n"
+				"       emunic-allreduce plan\n");
 		return 2;
 	}
+	if (!strcmp(argv[1], "plan"))
+		return t_plan();
 	for (i = 0; i < sizeof(checks) / sizeof(checks[0]) && strcmp(checks[i].name, argv[1]); i++)
 		;
 	if (i == sizeof(checks) / sizeof(checks[0])) {
@@ -359,6 +635,7 @@ int main(int argc, char **argv)
 	size = emunic_boot_size(boot);
 	if (emunic_dev_open(boot, NULL, &dev))
 		DIE("emunic_dev_open");
+	test_dev = dev;
 	emunic_coll_attr_init(&a);
 	a.kind = EMUNIC_COLL_ALLREDUCE;
 	a.max_bytes = MAXB;

@@ -3,7 +3,9 @@
  * emunic-bench allreduce: the offloaded allreduce (mq: emunic_allreduce on
  * the progress core, CALC tasks) against the host-progressed one (ptp:
  * baseline/ptp_allreduce.c, the same algorithm and operand order, moved only
- * inside its calls), a SUM of doubles at each size:
+ * inside its calls: both switch from recursive doubling to reduce-scatter +
+ * allgather at the same size, rsag.h's coll_rsag_bytes), a SUM of doubles
+ * at each size:
  *  1. latency: K blocking allreduces, mean and median;
  *  2. overlap, as the OSU benchmarks define it: t_pure (post + wait, no
  *     work), t_compute (the work alone, sized to t_pure), t_total (post,
@@ -16,10 +18,12 @@
  */
 #include "bench.h"
 #include "baseline/ptp.h"
+#include "engines/coll/rsag.h"
 
 #include <emunic/coll.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 static int ptp_open(struct bench *b, const struct coll_opts *o, int spin, void **ptp)
@@ -101,10 +105,19 @@ static int timed(struct bench *b, const struct coll_opts *o, struct coll_impl *i
 
 static void report_head(const struct bench *b, const struct coll_opts *o, const char *device)
 {
+	char th[96] = "recursive doubling at every size", sz[16];
+	size_t t;
+
+	(void)coll_rsag_bytes(0, b->size, &t);	/* the objects' create checked it */
+	if (t != SIZE_MAX) {
+		bench_size_str(sz, sizeof(sz), t);
+		snprintf(th, sizeof(th), "recursive doubling below %s, reduce-scatter + allgather from it", sz);
+	}
 	printf("\nemunic-bench allreduce: offloaded (mq, CALC on the progress core) vs host-progressed (ptp)\n"
 	       "  device       %s, %d ranks, SUM of doubles, %d calls a loop\n"
+	       "  algorithm    %s (both; %s)\n"
 	       "  overlap      OSU: 100 x (1 - (t_total - t_compute) / t_pure), work sized to t_pure\n\n",
-	       device, b->size, o->iters);
+	       device, b->size, o->iters, th, COLL_RSAG_ENV);
 }
 
 /* Each rank's figures are its own; rank 0's are reported. */
@@ -113,7 +126,7 @@ static const struct coll_bench allreduce_bench = {
 	.kind = EMUNIC_COLL_ALLREDUCE,
 	.max_what = "max",
 	.iters = 200,
-	.sizes = "8,8K,64K",
+	.sizes = "8,8K,64K,256K,1M",
 	.sizes_wants = "sizes, each a multiple of 8 bytes up to 16M (8, 8K, 1M)",
 	.max_size = (size_t)16 << 20,
 	.align = sizeof(double),
@@ -134,14 +147,18 @@ const char bench_allreduce_help[] =
 "  allreduce [OPTIONS]\n"
 "    The offloaded allreduce (mq: CALC tasks on the progress core) against\n"
 "    the host-progressed one (ptp: the same algorithm and operand order, moved\n"
-"    only inside its calls), a SUM of doubles at each size: the latency of\n"
+"    only inside its calls; both switch from recursive doubling to\n"
+"    reduce-scatter + allgather at the same size: 64K from 4 ranks on\n"
+"    (never at 2 or 3), unless EMUNIC_RSAG_BYTES says otherwise (bytes, K or\n"
+"    M, or never)), a SUM of doubles at each size: the latency of\n"
 "    blocking calls (mean, median, mq/ptp) and the overlap of a nonblocking\n"
 "    one with work as long as its latency, as the OSU benchmarks define it:\n"
 "    100 x (1 - (t_total - t_compute) / t_pure), at least 0.  Targets:\n"
 "    latency <= 1.15x ptp at 2 ranks, <= 1.0x at more; 8K overlap >= 50% and\n"
 "    >= 2x ptp's at 2 ranks.  Any number of ranks.\n"
 "\n"
-"    --sizes LIST       bytes, multiples of 8 up to 16M (default 8,8K,64K)\n"
+"    --sizes LIST       bytes, multiples of 8 up to 16M (default 8,8K,64K,256K,\n"
+"                       1M)\n"
 "    --iters K          calls a loop (default 200)\n"
 "    --warmup W         calls before the first loop (default 10)\n"
 "    --timeout-ms MS    bound on every call (default 60000)\n"
