@@ -24,7 +24,8 @@ static void say_fallback(enum mpi_kind k, bool blocking, MPI_Comm comm, const ch
 
 	if (!mpi_g.verbose)
 		return;
-	PMPI_Comm_get_name(comm, name, &len);
+	if (comm != MPI_COMM_NULL)
+		PMPI_Comm_get_name(comm, name, &len);
 	/* "ibcast": MPI_Ibcast, or MPI_Bcast for the blocking form. */
 	mpi_say("MPI_%c%s on %s falls back to MPI: %s", blocking ? toupper(n[1]) : 'I', n + (blocking ? 2 : 1),
 		len ? name : "a communicator", why);
@@ -65,8 +66,8 @@ static int offload(struct mpi_args *a, bool blocking, MPI_Comm comm, const char 
 		say_fallback(a->kind, blocking, comm, why);
 		return FALLBACK;
 	}
-	mpi_g.offloaded[a->kind]++;
 	e = mpi_req_start(mc, a, req);
+	mpi_g.offloaded[a->kind] += e == MPI_SUCCESS;
 	pthread_mutex_unlock(&mpi_g.lock);
 	return e;
 }

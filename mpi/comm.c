@@ -139,7 +139,9 @@ struct emunic_coll *mpi_comm_coll(struct mpi_comm *mc, enum mpi_kind k)
 	a.kind = coll_kind(k);
 	a.conn = EMUNIC_COLL_DENSE;
 	a.max_bytes = mpi_comm_limit(mc, k);
-	a.timeout_ms = mpi_g.timeout_ms;	/* connecting, destroy's drain */
+	/* Connecting and destroy's drain: emunic's 30 s, or the wait bound
+	 * where that is shorter. */
+	a.timeout_ms = mpi_g.timeout_ms > 0 && mpi_g.timeout_ms < 30000 ? mpi_g.timeout_ms : 0;
 	r = emunic_coll_create(mc->dev, &a, &mc->coll[k]);
 	if (r) {
 		mpi_say("%s: creating its collective object failed (%d): it falls back to MPI from now on",

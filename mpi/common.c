@@ -13,7 +13,7 @@ struct mpi_state mpi_g = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.pump_cv = PTHREAD_COND_INITIALIZER,
 	.max_bytes = 1 << 20,
-	.timeout_ms = 30000,
+	.timeout_ms = 300000,
 };
 
 const char *mpi_kind_name(enum mpi_kind k)

@@ -8,12 +8,14 @@
  * Environment: EMUNIC_MPI=0 (offload nothing), EMUNIC_MPI_VERBOSE=1 (say
  * why each call falls back; counts at MPI_Finalize), EMUNIC_MPI_BLOCKING=1
  * (offload the blocking forms too), EMUNIC_MPI_MAX_BYTES (default 1 MiB),
- * EMUNIC_MPI_TIMEOUT_MS (bound on a wait for an offloaded collective,
- * default 30000; -1: none).  The device's own variables (EMUNIC_DEVICE,
+ * EMUNIC_MPI_TIMEOUT_MS (bound on one wait call for an offloaded
+ * collective, default 300000, as long as a slow rank may legitimately take;
+ * -1: none).  The device's own variables (EMUNIC_DEVICE,
  * EMUNIC_CPU, EMUNIC_FAULTS, ...) apply as to any emunic program.
  */
 #include "mpi/mpi_int.h"
 
+#include <errno.h>
 #include <infiniband/verbs.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +55,7 @@ static void setup(void)
 	mpi_g.verbose = env_num("EMUNIC_MPI_VERBOSE", 0, 1, 0);
 	mpi_g.blocking = env_num("EMUNIC_MPI_BLOCKING", 0, 1, 0);
 	mpi_g.max_bytes = (size_t)env_num("EMUNIC_MPI_MAX_BYTES", 0, 1 << 30, 1 << 20);
-	mpi_g.timeout_ms = (int)env_num("EMUNIC_MPI_TIMEOUT_MS", -1, 1 << 30, 30000);
+	mpi_g.timeout_ms = (int)env_num("EMUNIC_MPI_TIMEOUT_MS", -1, 1 << 30, 300000);
 	if (!env_num("EMUNIC_MPI", 0, 1, 1)) {
 		if (mpi_g.verbose)
 			mpi_say("EMUNIC_MPI=0: every collective stays MPI's");
@@ -114,6 +116,7 @@ int MPI_Finalize(void)
 		pthread_mutex_lock(&mpi_g.lock);
 		mpi_comm_fini_all();
 		pthread_mutex_unlock(&mpi_g.lock);
+		mpi_progress();		/* what the drain finished reaches MPI */
 		mpi_req_fini();
 		mpi_dev_close(&mpi_g.world);
 		mpi_g.on = false;

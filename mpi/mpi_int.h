@@ -47,6 +47,8 @@ struct mpi_comm {
 	bool create_failed[MK_NKIND];
 	unsigned queued[MK_NKIND];	/* posts waiting for room, in order */
 	bool blocked[MK_NKIND];		/* scratch of one pump pass */
+	int broken[MK_NKIND];		/* an operation failed or was dropped on
+					 * this rank: every later one fails with it */
 	struct mpi_comm *next;
 };
 
@@ -72,7 +74,6 @@ struct mpi_req {
 	enum mpi_req_state state;
 	int err;			/* once done: 0 or emunic's negative errno */
 	bool told;			/* MPI_Grequest_complete called */
-	long long waited_since;		/* ms; 0: no wait on it yet */
 	struct mpi_req *next;		/* live requests, in posting order */
 };
 
@@ -142,11 +143,11 @@ int mpi_req_pending(int n, const MPI_Request *reqs);
 /* Whether any offloaded request is live (cheap: no lock). */
 bool mpi_req_any(void);
 /* Waits (driving MPI's own progress too) until none of reqs[0 .. n) of ours
- * is pending, each bounded by mpi_g.timeout_ms after the wait began. */
+ * is pending, bounded by mpi_g.timeout_ms from the call. */
 void mpi_req_wait_ours(int n, const MPI_Request *reqs);
-/* One turn of such a wait between two tests: the bound checked, MPI's
- * progress driven. */
-void mpi_req_wait_step(int n, const MPI_Request *reqs);
+/* One turn of such a wait between two tests: the bound (from since, the
+ * call's start, in mpi_now_ms) checked, MPI's progress driven. */
+void mpi_req_wait_step(int n, const MPI_Request *reqs, long long since);
 /* The request of mc's that are live; at finalize and communicator free:
  * waited within the bound, the rest abandoned (named).  Lock held. */
 void mpi_req_drain(struct mpi_comm *mc);

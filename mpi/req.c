@@ -47,6 +47,8 @@ static int post(struct mpi_req *r)
 
 static void finish(struct mpi_req *r, int err)
 {
+	if (err && r->mc && !r->mc->broken[r->a.kind])
+		r->mc->broken[r->a.kind] = err;
 	if (err && r->mc)
 		mpi_say("%s on communicator %p failed: %s (emunic's lines above name the peer): its MPI "
 			"request completes with MPI_ERR_OTHER", mpi_kind_name(r->a.kind), (void *)r->mc->comm,
@@ -187,7 +189,11 @@ int mpi_req_start(struct mpi_comm *mc, const struct mpi_args *a, MPI_Request *re
 		mpi_g.reqs_tail = &mpi_g.reqs;
 	*mpi_g.reqs_tail = r;
 	mpi_g.reqs_tail = &r->next;
-	if (mc->queued[a->kind] || !try_post(r)) {
+	if (mc->broken[a->kind]) {
+		/* An earlier one failed or was dropped here: this rank's
+		 * operations no longer match the peers'. */
+		finish(r, mc->broken[a->kind]);
+	} else if (mc->queued[a->kind] || !try_post(r)) {
 		r->state = MR_QUEUED;
 		mc->queued[a->kind]++;
 		mpi_g.nqueued++;
@@ -245,33 +251,36 @@ int mpi_req_pending(int n, const MPI_Request *reqs)
 }
 
 /* A wait on r that passed the bound: emunic's wait names what it waits for,
- * and the request fails with -ETIMEDOUT (the operation stays posted). */
+ * and the request fails with -ETIMEDOUT.  The operation is dropped on this
+ * rank only (or stays posted, writing rbuf when it completes), so its
+ * object's sequence no longer matches the peers': every later operation of
+ * the kind on the communicator fails too (mc->broken). */
 static void give_up(struct mpi_req *r)
 {
 	int e = r->state == MR_POSTED ? emunic_coll_wait(r->er, 0) : -ETIMEDOUT;
 
-	mpi_say("%s on communicator %p not complete after %d ms (EMUNIC_MPI_TIMEOUT_MS): it fails (%d)",
-		mpi_kind_name(r->a.kind), (void *)r->mc->comm, mpi_g.timeout_ms, e);
 	if (r->state == MR_QUEUED) {
 		r->mc->queued[r->a.kind]--;
 		mpi_g.nqueued--;
 	}
-	finish(r, e ? e : -ETIMEDOUT);
+	if (!e) {		/* it completed just now */
+		finish(r, 0);
+		return;
+	}
+	mpi_say("%s on communicator %p not complete after %d ms (EMUNIC_MPI_TIMEOUT_MS): it fails (%d)",
+		mpi_kind_name(r->a.kind), (void *)r->mc->comm, mpi_g.timeout_ms, e);
+	finish(r, e);
 }
 
-static void check_bounds(int n, const MPI_Request *reqs)
+static void check_bounds(int n, const MPI_Request *reqs, long long since)
 {
-	long long now = mpi_now_ms();
-
+	if (mpi_g.timeout_ms < 0 || mpi_now_ms() - since <= mpi_g.timeout_ms)
+		return;
 	pthread_mutex_lock(&mpi_g.lock);
 	for (int i = 0; i < n; i++) {
 		struct mpi_req *r = find(reqs[i]);
 
-		if (!r || r->state == MR_DONE)
-			continue;
-		if (!r->waited_since)
-			r->waited_since = now;
-		else if (mpi_g.timeout_ms >= 0 && now - r->waited_since > mpi_g.timeout_ms)
+		if (r && r->state != MR_DONE)
 			give_up(r);
 	}
 	pthread_mutex_unlock(&mpi_g.lock);
@@ -288,19 +297,21 @@ static void drive_mpi(void)
 	sched_yield();
 }
 
-void mpi_req_wait_step(int n, const MPI_Request *reqs)
+void mpi_req_wait_step(int n, const MPI_Request *reqs, long long since)
 {
-	check_bounds(n, reqs);
+	check_bounds(n, reqs, since);
 	drive_mpi();
 }
 
 void mpi_req_wait_ours(int n, const MPI_Request *reqs)
 {
+	long long since = mpi_now_ms();
+
 	for (;;) {
 		mpi_progress();
 		if (!mpi_req_pending(n, reqs))
 			return;
-		mpi_req_wait_step(n, reqs);
+		mpi_req_wait_step(n, reqs, since);
 	}
 }
 

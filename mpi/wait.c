@@ -29,6 +29,7 @@ int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status *sts)
 /* Waitany/Waitsome end with the first to complete, ours or MPI's. */
 int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *st)
 {
+	long long since = mpi_now_ms();
 	int flag = 0, e;
 
 	if (!mpi_req_pending(n, reqs))
@@ -40,12 +41,13 @@ int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *st)
 			return e;
 		if (!mpi_req_pending(n, reqs))
 			return PMPI_Waitany(n, reqs, index, st);
-		mpi_req_wait_step(n, reqs);
+		mpi_req_wait_step(n, reqs, since);
 	}
 }
 
 int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status sts[])
 {
+	long long since = mpi_now_ms();
 	int e;
 
 	if (!mpi_req_pending(n, reqs))
@@ -57,7 +59,7 @@ int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_St
 			return e;
 		if (!mpi_req_pending(n, reqs))
 			return PMPI_Waitsome(n, reqs, outcount, indices, sts);
-		mpi_req_wait_step(n, reqs);
+		mpi_req_wait_step(n, reqs, since);
 	}
 }
 
@@ -96,6 +98,14 @@ int MPI_Request_free(MPI_Request *req)
 	if (mpi_req_any())
 		mpi_progress();
 	return PMPI_Request_free(req);
+}
+
+/* Open MPI's query_fn runs here too: let completions reach MPI first. */
+int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *st)
+{
+	if (mpi_req_any())
+		mpi_progress();
+	return PMPI_Request_get_status(req, flag, st);
 }
 
 /* Cancelling a collective is erroneous in MPI; ours ignore it (cancel_fn),

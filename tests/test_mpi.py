@@ -111,6 +111,7 @@ def test_an_injected_fault_ends_the_job_with_a_named_error(rxe):
                                   "EMUNIC_MPI_TIMEOUT_MS=10000"], timeout=150)
     assert rc not in (0, 124), out
     assert re.search(r"emunic: rank 0: coll: \w+ \d+: SEND to peer 1 failed: remote access error", out), out
+    assert re.search(r"emunic: rank 1: coll: \w+ \d+: ", out), out	# the peer names it too
     assert re.search(r"emunic-mpi: rank 0: \w+ on communicator 0x[0-9a-f]+ failed: ", out), out
     assert "MPI_ERR_OTHER" in out, out
 

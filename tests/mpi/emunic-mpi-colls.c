@@ -363,8 +363,37 @@ static void check_allgather(MPI_Comm comm, size_t block, int mode)
 
 /* ---- mixed with point-to-point, many in flight, what falls back ------------ */
 
+/* Non-byte datatypes: the bytes moved are count x the type's size. */
+static void check_typed(void)
+{
+	enum { N = 300 };
+	double d[N], dw[N];
+	int *s = xmalloc(sizeof(int) * N * (size_t)size), *rb = xmalloc(sizeof(int) * N * (size_t)size),
+	    *w = xmalloc(sizeof(int) * N * (size_t)size);
+	MPI_Request q;
+
+	for (int i = 0; i < N; i++)
+		dw[i] = i * 0.5 + 1, d[i] = rank == size - 1 ? dw[i] : -1;
+	MPI_Ibcast(d, N, MPI_DOUBLE, size - 1, MPI_COMM_WORLD, &q);
+	MPI_Wait(&q, MPI_STATUS_IGNORE);
+	report("ibcast doubles", d, dw, sizeof(d));
+	for (int p = 0; p < size; p++)
+		for (int i = 0; i < N; i++) {
+			s[p * N + i] = rank * 100000 + p * 1000 + i;
+			w[p * N + i] = p * 100000 + rank * 1000 + i;
+			rb[p * N + i] = -1;
+		}
+	MPI_Ialltoall(s, N, MPI_INT, rb, N, MPI_INT, MPI_COMM_WORLD, &q);
+	MPI_Wait(&q, MPI_STATUS_IGNORE);
+	report("ialltoall ints", rb, w, sizeof(int) * N * (size_t)size);
+	free(s);
+	free(rb);
+	free(w);
+}
+
 /* An Ibcast, an Iallreduce and a ring exchange (Isend/Irecv) in one
- * Waitall, then again completed one by one with Waitany and Testsome. */
+ * Waitall, then again completed by Waitany, Testsome, Testall, Testany and
+ * MPI_Request_get_status loops. */
 static void check_mixed(int round)
 {
 	enum { N = 4096 };
@@ -392,6 +421,29 @@ static void check_mixed(int round)
 
 			MPI_Waitany(4, q, &idx, MPI_STATUS_IGNORE);
 		}
+	} else if (round == 3) {
+		int flag = 0;
+
+		while (!flag)
+			MPI_Testall(4, q, &flag, MPI_STATUSES_IGNORE);
+	} else if (round == 4) {
+		int done = 0;
+
+		while (done < 4) {
+			int idx, flag = 0;
+
+			MPI_Testany(4, q, &idx, &flag, MPI_STATUS_IGNORE);
+			done += flag && idx != MPI_UNDEFINED;
+		}
+	} else if (round == 5) {
+		/* Polled with MPI_Request_get_status (which frees nothing), then waited. */
+		for (int k = 0; k < 4; k++) {
+			int flag = 0;
+
+			while (!flag)
+				MPI_Request_get_status(q[k], &flag, MPI_STATUS_IGNORE);
+		}
+		MPI_Waitall(4, q, MPI_STATUSES_IGNORE);
 	} else {
 		int left_n = 4, out, idx[4];
 
@@ -567,8 +619,9 @@ int main(int argc, char **argv)
 	check_alltoall(MPI_COMM_WORLD, 100, 1);
 	check_allgather(MPI_COMM_WORLD, 100, 1);
 	check_gather(MPI_COMM_WORLD, 100, 0, 1);
-	for (int round = 0; round < 3; round++)
+	for (int round = 0; round < 6; round++)
 		check_mixed(round);
+	check_typed();
 	check_many(many);
 	check_fallbacks();
 	check_comms();
