@@ -47,19 +47,12 @@ struct ptpa_op {
 };
 
 struct emunic_ptp_ar {
-	struct emunic_boot *boot;
-	int rank, size, timeout_ms, spin_us;
-	struct emunic_vdev *dev;
-	struct ptp_cq q;
-	struct emunic_mesh *mesh;
+	struct ptp_base b;		/* mem: the slots, then the landing windows */
 	struct coll_step *step;
 	int nstep;
 	bool extra;			/* rank >= N */
 	size_t rsag;			/* from this many bytes: reduce-scatter + allgather */
 	size_t max;
-	unsigned char *mem;		/* slots, then the landing windows */
-	size_t mem_bytes;
-	struct ibv_mr *mr;
 	int *land_of;			/* by rank: its landing window, or -1 */
 	uint64_t *arrived, *folded;	/* by rank: messages arrived, used */
 	struct ptpa_op op[PTPA_SLOTS];
@@ -85,15 +78,10 @@ struct ptpa_args {
 	int type, op;
 };
 
-static int bound(const struct emunic_ptp_ar *p)
-{
-	return p->timeout_ms ? p->timeout_ms : 30000;
-}
-
 /* Slot seq % SLOTS: its copy of sbuf (b = 0) or step b - 1's result. */
 static unsigned char *slot_buf(const struct emunic_ptp_ar *p, uint64_t seq, int b)
 {
-	return p->mem + ((seq % PTPA_SLOTS) * (1 + (size_t)p->nstep) + (size_t)b) * p->max;
+	return p->b.mem + ((seq % PTPA_SLOTS) * (1 + (size_t)p->nstep) + (size_t)b) * p->max;
 }
 
 /* Where the k-th message (from 1) of rank q lands. */
@@ -101,27 +89,27 @@ static unsigned char *land(const struct emunic_ptp_ar *p, int q, uint64_t k)
 {
 	size_t w = (size_t)p->land_of[q] * PTPA_WINDOW + (size_t)((k - 1) % PTPA_WINDOW);
 
-	return p->mem + (PTPA_SLOTS * (1 + (size_t)p->nstep) + w) * p->max;
+	return p->b.mem + (PTPA_SLOTS * (1 + (size_t)p->nstep) + w) * p->max;
 }
 
 /* The receive for message k of rank q. */
 static int post_recv(struct emunic_ptp_ar *p, int q, uint64_t k)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)land(p, q, k), .length = (uint32_t)p->max, .lkey = p->mr->lkey };
+	struct ibv_sge sge = { .addr = (uintptr_t)land(p, q, k), .length = (uint32_t)p->max, .lkey = p->b.mr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = PTPA_RECV_FLAG | (uint64_t)q, .sg_list = &sge, .num_sge = 1 }, *bad;
-	int r = ibv_post_recv(p->mesh->conn[q].qp, &wr, &bad);
+	int r = ibv_post_recv(p->b.mesh->conn[q].qp, &wr, &bad);
 
 	return r ? emunic_err(-r, "ptp allreduce: peer %d: posting a receive failed: %s", q, strerror(r)) : 0;
 }
 
 static int post_send(struct emunic_ptp_ar *p, int q, uint64_t seq, const void *buf, size_t bytes)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = (uint32_t)bytes, .lkey = p->mr->lkey };
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = (uint32_t)bytes, .lkey = p->b.mr->lkey };
 	struct ibv_send_wr wr = {
 		.wr_id = seq << PTPA_PEER_BITS | (uint64_t)q, .sg_list = &sge, .num_sge = bytes ? 1 : 0,
 		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
 	}, *bad;
-	int r = ibv_post_send(p->mesh->conn[q].qp, &wr, &bad);
+	int r = ibv_post_send(p->b.mesh->conn[q].qp, &wr, &bad);
 
 	if (r)
 		return emunic_err(-r, "ptp allreduce %llu: posting the send to peer %d failed: %s",
@@ -150,7 +138,7 @@ static void on_wc(void *ctx, const struct ibv_wc *wc)
 
 static int poll_cq(struct emunic_ptp_ar *p)
 {
-	return ptp_cq_poll(&p->q, on_wc, p, "ptp allreduce");
+	return ptp_cq_poll(&p->b.q, on_wc, p, "ptp allreduce");
 }
 
 /* The next message from q, landed. */
@@ -170,7 +158,7 @@ static int consume(struct emunic_ptp_ar *p, int q)
 static void reduce(const struct emunic_ptp_ar *p, const struct ptpa_op *o, void *dst, const void *mine,
 		   const void *in, int q, size_t count)
 {
-	if (p->rank < q)
+	if (p->b.rank < q)
 		emunic_calc(o->op, o->type, dst, mine, in, count);
 	else
 		emunic_calc(o->op, o->type, dst, in, mine, count);
@@ -193,7 +181,7 @@ static int advance_rsag(struct emunic_ptp_ar *p, uint64_t seq, const struct ptpa
 	unsigned char *v = slot_buf(p, seq, 0);
 
 	if (p->plan_seq != seq) {
-		p->nplan = coll_rsag_plan(p->rank, p->size, o->count, p->plan);
+		p->nplan = coll_rsag_plan(p->b.rank, p->b.size, o->count, p->plan);
 		p->plan_seq = seq;
 	}
 	for (; p->cur < p->nplan; p->cur++, p->cur_sent = false) {
@@ -295,7 +283,7 @@ static int advance(struct emunic_ptp_ar *p)
 static int progress(void *ctx)
 {
 	struct emunic_ptp_ar *p = ctx;
-	int r = p->q.cq ? poll_cq(p) : 0;
+	int r = p->b.q.cq ? poll_cq(p) : 0;
 
 	return r ? r : advance(p);
 }
@@ -311,7 +299,8 @@ static int wait_seq(void *ctx, uint64_t seq, int timeout_ms)
 {
 	struct emunic_ptp_ar *p = ctx;
 
-	return ptp_cq_wait(&p->q, progress, report_timeout, p, &p->ops, seq, timeout_ms, p->spin_us, "ptp allreduce");
+	return ptp_cq_wait(&p->b.q, progress, report_timeout, p, &p->ops, seq, timeout_ms, p->b.spin_us,
+			   "ptp allreduce");
 }
 
 /* Starts an allreduce: copies sbuf into its slot and runs what it can. */
@@ -334,20 +323,20 @@ static int start(void *ctx, const void *args, uint64_t *seq)
 		return emunic_err(-EMSGSIZE, "ptp allreduce: %zu bytes, more than %zu", bytes, p->max);
 	if (p->ops.err)
 		return p->ops.err;
-	r = p->q.cq ? poll_cq(p) : 0;
+	r = p->b.q.cq ? poll_cq(p) : 0;
 	if (r)
 		return r;
 	if (p->ops.posted - p->ops.done >= PTPA_SLOTS - 1 || o->sends_out)
 		return -ENOSPC;
 	*o = (struct ptpa_op){ .rbuf = rbuf, .bytes = bytes, .count = count, .type = type, .op = op,
 			       .rsag = bytes >= p->rsag };
-	if (p->size == 1 || !bytes) {
+	if (p->b.size == 1 || !bytes) {
 		if (bytes)
 			memmove(rbuf, sbuf, bytes);
 	} else {
 		memcpy(slot_buf(p, s, 0), sbuf, bytes);
 	}
-	if (p->size == 1) {
+	if (p->b.size == 1) {
 		p->ops.posted = p->ops.done = s;
 		*seq = s;
 		return 0;
@@ -362,7 +351,7 @@ int emunic_ptp_allreduce(struct emunic_ptp_ar *p, const void *sbuf, void *rbuf, 
 {
 	const struct ptpa_args a = { sbuf, rbuf, count, type, op };
 
-	return p ? ptp_call(&kind, p, &a, bound(p)) : -EINVAL;
+	return p ? ptp_call(&kind, p, &a, ptp_base_bound(&p->b)) : -EINVAL;
 }
 
 int emunic_ptp_iallreduce(struct emunic_ptp_ar *p, const void *sbuf, void *rbuf, size_t count, int type, int op,
@@ -387,62 +376,47 @@ int emunic_ptp_ar_wait(struct emunic_ptp_ar_req *req, int timeout_ms)
 
 static int setup(struct emunic_ptp_ar *p)
 {
-	int n = coll_rd_schedule(p->rank, p->size, &p->step), nland = 0;
-	size_t total;
+	int n = coll_rd_schedule(p->b.rank, p->b.size, &p->step), nland = 0;
 
 	if (n < 0)
 		return n;
 	p->nstep = n;
-	p->extra = p->rank >= coll_rd_pow2(p->size);
-	p->land_of = malloc((size_t)p->size * sizeof(*p->land_of));
-	p->arrived = calloc((size_t)p->size, sizeof(*p->arrived));
-	p->folded = calloc((size_t)p->size, sizeof(*p->folded));
+	p->extra = p->b.rank >= coll_rd_pow2(p->b.size);
+	p->land_of = malloc((size_t)p->b.size * sizeof(*p->land_of));
+	p->arrived = calloc((size_t)p->b.size, sizeof(*p->arrived));
+	p->folded = calloc((size_t)p->b.size, sizeof(*p->folded));
 	if (!p->land_of || !p->arrived || !p->folded)
 		return -ENOMEM;
-	for (int q = 0; q < p->size; q++)
+	for (int q = 0; q < p->b.size; q++)
 		p->land_of[q] = -1;
 	for (int i = 0; i < p->nstep; i++)
 		if (p->step[i].wait)
 			p->land_of[p->step[i].peer] = nland++;
-	total = (PTPA_SLOTS * (1 + (size_t)p->nstep) + (size_t)nland * PTPA_WINDOW) * p->max;
-	p->mem = aligned_alloc(4096, (total + 4095) & ~(size_t)4095);
-	if (!p->mem)
-		return -ENOMEM;
-	memset(p->mem, 0, total);
-	p->mem_bytes = total;
-	if (p->size == 1)
-		return 0;
-	return emunic_vdev_open(NULL, &p->dev);
+	return ptp_base_alloc(&p->b, (PTPA_SLOTS * (1 + (size_t)p->nstep) + (size_t)nland * PTPA_WINDOW) * p->max);
+}
+
+/* q's landing window's receives, if it has one. */
+static int post_window(void *ctx, int q)
+{
+	struct emunic_ptp_ar *p = ctx;
+	int r = 0;
+
+	for (uint64_t k = 1; !r && p->land_of[q] >= 0 && k <= PTPA_WINDOW; k++)
+		r = post_recv(p, q, k);
+	return r;
 }
 
 static int open_verbs(struct emunic_ptp_ar *p)
 {
-	int depth = 4 * PTPA_SLOTS * p->nstep + PTPA_WINDOW * p->nstep + 64, r;
+	int depth = 4 * PTPA_SLOTS * p->nstep + PTPA_WINDOW * p->nstep + 64;
+	int r = emunic_vdev_open(NULL, &p->b.dev);
 
-	r = ptp_cq_open(&p->q, p->dev, depth, "ptp allreduce");
-	if (r)
-		return r;
-	p->mr = ibv_reg_mr(p->dev->pd, p->mem, p->mem_bytes, IBV_ACCESS_LOCAL_WRITE);
-	if (!p->mr)
-		return emunic_err(-errno, "ptp allreduce: ibv_reg_mr failed: %s", strerror(errno));
-	r = emunic_mesh_open(p->dev, p->boot, NULL, p->q.cq, p->q.cq, &p->mesh);
-	r = r ? r : emunic_mesh_connect_all(p->mesh, bound(p) < 0 ? 1 << 30 : bound(p));
-	for (int q = 0; !r && q < p->size; q++)
-		for (uint64_t k = 1; !r && p->land_of[q] >= 0 && k <= PTPA_WINDOW; k++)
-			r = post_recv(p, q, k);
-	/* No data may arrive before every rank's receives are up. */
-	return r ? r : emunic_boot_barrier(p->boot);
+	return r ? r : ptp_base_connect(&p->b, depth, NULL, post_window, p, "ptp allreduce");
 }
 
 static void ptp_ar_free(struct emunic_ptp_ar *p)
 {
-	emunic_mesh_close(p->mesh);
-	if (p->mr)
-		ibv_dereg_mr(p->mr);
-	ptp_cq_close(&p->q);
-	if (p->dev)
-		emunic_vdev_close(p->dev);
-	free(p->mem);
+	ptp_base_fini(&p->b);
 	free(p->land_of);
 	free(p->arrived);
 	free(p->folded);
@@ -461,19 +435,15 @@ int emunic_ptp_ar_create(struct emunic_boot *boot, size_t max_bytes, int timeout
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	p->boot = boot;
-	p->rank = emunic_boot_rank(boot);
-	p->size = emunic_boot_size(boot);
-	p->timeout_ms = timeout_ms;
-	p->spin_us = spin_us;
+	ptp_base_init(&p->b, boot, timeout_ms, spin_us);
 	p->pend = -1;
 	p->max = ((max_bytes ? max_bytes : 64 * 1024) + 63) & ~(size_t)63;
-	r = coll_rsag_bytes(0, p->size, &p->rsag);
+	r = coll_rsag_bytes(0, p->b.size, &p->rsag);
 	if (r)
 		r = emunic_err(-EINVAL, "ptp allreduce: %s='%s' is not %s", COLL_RSAG_ENV, getenv(COLL_RSAG_ENV),
 			       COLL_RSAG_WANTS);
 	r = r ? r : setup(p);
-	if (!r && p->size > 1)
+	if (!r && p->b.size > 1)
 		r = open_verbs(p);
 	if (r) {
 		ptp_ar_free(p);
@@ -501,7 +471,7 @@ int emunic_ptp_ar_destroy(struct emunic_ptp_ar *p)
 
 	if (!p)
 		return -EINVAL;
-	r = ptp_cq_drain(&p->q, progress, sends_out, p, &p->ops, bound(p), "send(s)", "ptp allreduce");
+	r = ptp_cq_drain(&p->b.q, progress, sends_out, p, &p->ops, ptp_base_bound(&p->b), "send(s)", "ptp allreduce");
 	ptp_ar_free(p);
 	return r;
 }

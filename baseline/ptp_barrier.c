@@ -33,12 +33,8 @@
 #define PTP_PEER_MASK ((1ull << PTP_PEER_BITS) - 1)
 
 struct emunic_ptp {
-	struct emunic_ptp_attr attr;
-	struct emunic_boot *boot;
-	int rank, size;
-	struct emunic_vdev *dev;
-	struct ptp_cq q;		/* sends and receives of every QP */
-	struct emunic_mesh *mesh;
+	struct ptp_base b;		/* no mem: signals carry no data */
+	enum emunic_coll_signal signal;
 	struct coll_step *step;		/* this rank's schedule */
 	int nstep;
 	uint64_t *arrived;		/* by rank: signals received so far */
@@ -58,16 +54,11 @@ void emunic_ptp_attr_init(struct emunic_ptp_attr *a)
 	*a = (struct emunic_ptp_attr){ .signal = EMUNIC_COLL_SEND, .timeout_ms = 0, .spin_us = 50 };
 }
 
-static int ptp_timeout(const struct emunic_ptp *p)
-{
-	return p->attr.timeout_ms ? p->attr.timeout_ms : 30000;
-}
-
 /* ---- schedule ------------------------------------------------------------ */
 
 static int build_schedule(struct emunic_ptp *p)
 {
-	int n = coll_rd_schedule(p->rank, p->size, &p->step);
+	int n = coll_rd_schedule(p->b.rank, p->b.size, &p->step);
 
 	if (n < 0)
 		return n;
@@ -79,7 +70,7 @@ static int build_schedule(struct emunic_ptp *p)
 
 static struct ibv_qp *qp_of(struct emunic_ptp *p, int peer)
 {
-	return p->mesh->conn[peer].qp;
+	return p->b.mesh->conn[peer].qp;
 }
 
 static int post_recv(struct emunic_ptp *p, int peer)
@@ -118,14 +109,14 @@ static void on_wc(void *ctx, const struct ibv_wc *wc)
 
 static int poll_cq(struct emunic_ptp *p)
 {
-	return ptp_cq_poll(&p->q, on_wc, p, "ptp");
+	return ptp_cq_poll(&p->b.q, on_wc, p, "ptp");
 }
 
 static int post_signal(struct emunic_ptp *p, int peer, uint64_t seq)
 {
 	struct ibv_send_wr wr = {
 		.wr_id = seq << PTP_PEER_BITS | (uint64_t)peer, .send_flags = IBV_SEND_SIGNALED,
-		.opcode = p->attr.signal == EMUNIC_COLL_WRITE_IMM ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_SEND,
+		.opcode = p->signal == EMUNIC_COLL_WRITE_IMM ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_SEND,
 	}, *bad;
 	int r;
 
@@ -178,7 +169,7 @@ static int progress(void *ctx)
 {
 	struct emunic_ptp *p = ctx;
 	/* One rank alone has no verbs: its barriers pass in advance(). */
-	int r = p->q.cq ? poll_cq(p) : 0;
+	int r = p->b.q.cq ? poll_cq(p) : 0;
 
 	return r ? r : advance(p);
 }
@@ -204,7 +195,7 @@ static int wait_seq(void *ctx, uint64_t seq, int timeout_ms)
 {
 	struct emunic_ptp *p = ctx;
 
-	return ptp_cq_wait(&p->q, progress, report_timeout, p, &p->ops, seq, timeout_ms, p->attr.spin_us, "ptp");
+	return ptp_cq_wait(&p->b.q, progress, report_timeout, p, &p->ops, seq, timeout_ms, p->b.spin_us, "ptp");
 }
 
 /* ---- requests ------------------------------------------------------------ */
@@ -232,7 +223,7 @@ int emunic_ptp_barrier(struct emunic_ptp *p)
 	if (!p)
 		return -EINVAL;
 	r = start(p, NULL, &seq);
-	return r ? r : wait_seq(p, seq, ptp_timeout(p));
+	return r ? r : wait_seq(p, seq, ptp_base_bound(&p->b));
 }
 
 int emunic_ptp_ibarrier(struct emunic_ptp *p, struct emunic_ptp_req **out)
@@ -252,13 +243,16 @@ int emunic_ptp_wait(struct emunic_ptp_req *req, int timeout_ms)
 
 /* ---- create / destroy ---------------------------------------------------- */
 
-static int prepost(struct emunic_ptp *p)
+/* The receive window of q, if a step waits for it. */
+static int prepost(void *ctx, int q)
 {
+	struct emunic_ptp *p = ctx;
+
 	for (int i = 0; i < p->nstep; i++) {
-		if (!p->step[i].wait)
+		if (!p->step[i].wait || p->step[i].peer != q)
 			continue;
 		for (int w = 0; w < PTP_RECV_WINDOW; w++) {
-			int r = post_recv(p, p->step[i].peer);
+			int r = post_recv(p, q);
 
 			if (r)
 				return r;
@@ -270,25 +264,14 @@ static int prepost(struct emunic_ptp *p)
 static int open_verbs(struct emunic_ptp *p)
 {
 	int depth = PTP_SEND_LIMIT + PTP_RECV_WINDOW * p->nstep + 64;
-	int r;
+	int r = emunic_vdev_open(NULL, &p->b.dev);
 
-	r = emunic_vdev_open(NULL, &p->dev);
-	if (r)
-		return r;
-	r = ptp_cq_open(&p->q, p->dev, depth, "ptp");
-	r = r ? r : emunic_mesh_open(p->dev, p->boot, NULL, p->q.cq, p->q.cq, &p->mesh);
-	r = r ? r : emunic_mesh_connect_all(p->mesh, ptp_timeout(p) < 0 ? 1 << 30 : ptp_timeout(p));
-	r = r ? r : prepost(p);
-	/* No signal may arrive before every rank's receives are up. */
-	return r ? r : emunic_boot_barrier(p->boot);
+	return r ? r : ptp_base_connect(&p->b, depth, NULL, prepost, p, "ptp");
 }
 
 static void ptp_free(struct emunic_ptp *p)
 {
-	emunic_mesh_close(p->mesh);
-	ptp_cq_close(&p->q);
-	if (p->dev)
-		emunic_vdev_close(p->dev);
+	ptp_base_fini(&p->b);
 	free(p->arrived);
 	free(p->step);
 	free(p);
@@ -296,6 +279,7 @@ static void ptp_free(struct emunic_ptp *p)
 
 int emunic_ptp_create(struct emunic_boot *boot, const struct emunic_ptp_attr *a, struct emunic_ptp **out)
 {
+	struct emunic_ptp_attr at;
 	struct emunic_ptp *p;
 	int r;
 
@@ -305,15 +289,14 @@ int emunic_ptp_create(struct emunic_boot *boot, const struct emunic_ptp_attr *a,
 	if (!p)
 		return -ENOMEM;
 	if (a)
-		p->attr = *a;
+		at = *a;
 	else
-		emunic_ptp_attr_init(&p->attr);
-	p->boot = boot;
-	p->rank = emunic_boot_rank(boot);
-	p->size = emunic_boot_size(boot);
-	p->arrived = calloc((size_t)p->size, sizeof(*p->arrived));
+		emunic_ptp_attr_init(&at);
+	ptp_base_init(&p->b, boot, at.timeout_ms, at.spin_us);
+	p->signal = at.signal;
+	p->arrived = calloc((size_t)p->b.size, sizeof(*p->arrived));
 	r = p->arrived ? build_schedule(p) : -ENOMEM;
-	if (!r && p->size > 1)
+	if (!r && p->b.size > 1)
 		r = open_verbs(p);
 	if (r) {
 		ptp_free(p);
@@ -338,7 +321,7 @@ int emunic_ptp_destroy(struct emunic_ptp *p)
 		return -EINVAL;
 	if (p->nreq)
 		return emunic_err(-EBUSY, "ptp: destroy with %d barrier request(s) not waited", p->nreq);
-	r = ptp_cq_drain(&p->q, progress, sends_out, p, &p->ops, ptp_timeout(p), "signal(s)", "ptp");
+	r = ptp_cq_drain(&p->b.q, progress, sends_out, p, &p->ops, ptp_base_bound(&p->b), "signal(s)", "ptp");
 	ptp_free(p);
 	return r;
 }

@@ -66,18 +66,11 @@ struct ptpb_ring {
 };
 
 struct emunic_ptp_bc {
-	struct emunic_boot *boot;
-	int rank, size, timeout_ms, spin_us;
-	struct emunic_vdev *dev;
-	struct ptp_cq q;
-	struct emunic_mesh *mesh;
+	struct ptp_base b;		/* mem: the slots, then the rings, peers in rank order */
 	size_t limit;			/* max_bytes */
 	size_t max;			/* ... rounded up: a slot's size */
 	size_t seg;			/* a segment, a ring entry's size */
 	uint32_t ring;			/* R, entries a peer */
-	unsigned char *mem;		/* slots, then the rings, peers in rank order */
-	size_t mem_bytes;
-	struct ibv_mr *mr;
 	struct ptpb_ring *in;		/* by rank; in[rank] unused */
 	struct ptpb_op op[PTPB_SLOTS];
 	unsigned slot_out[PTPB_SLOTS];	/* the root's sends from each slot not complete */
@@ -97,14 +90,9 @@ struct ptpb_args {
 	int root;
 };
 
-static int bound(const struct emunic_ptp_bc *p)
-{
-	return p->timeout_ms ? p->timeout_ms : 30000;
-}
-
 static unsigned char *slot_buf(const struct emunic_ptp_bc *p, uint64_t seq)
 {
-	return p->mem + (seq % PTPB_SLOTS) * p->max;
+	return p->b.mem + (seq % PTPB_SLOTS) * p->max;
 }
 
 static uint32_t entry(const struct emunic_ptp_bc *p, uint64_t k)
@@ -115,9 +103,9 @@ static uint32_t entry(const struct emunic_ptp_bc *p, uint64_t k)
 /* Where message k (from 1) of rank q lands. */
 static unsigned char *land(const struct emunic_ptp_bc *p, int q, uint64_t k)
 {
-	size_t peer = (size_t)(q < p->rank ? q : q - 1);
+	size_t peer = (size_t)(q < p->b.rank ? q : q - 1);
 
-	return p->mem + PTPB_SLOTS * p->max + (peer * p->ring + entry(p, k)) * p->seg;
+	return p->b.mem + PTPB_SLOTS * p->max + (peer * p->ring + entry(p, k)) * p->seg;
 }
 
 static size_t seg_len(const struct emunic_ptp_bc *p, const struct ptpb_op *o, uint32_t i)
@@ -129,17 +117,19 @@ static size_t seg_len(const struct emunic_ptp_bc *p, const struct ptpb_op *o, ui
 
 static int post_recv(struct emunic_ptp_bc *p, int q, uint64_t k)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)land(p, q, k), .length = (uint32_t)p->seg, .lkey = p->mr->lkey };
+	struct ibv_sge sge = { .addr = (uintptr_t)land(p, q, k), .length = (uint32_t)p->seg, .lkey = p->b.mr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = PTPB_RECV_FLAG | (uint64_t)q, .sg_list = &sge, .num_sge = 1 }, *bad;
-	int r = ibv_post_recv(p->mesh->conn[q].qp, &wr, &bad);
+	int r = ibv_post_recv(p->b.mesh->conn[q].qp, &wr, &bad);
 
 	return r ? emunic_err(-r, "ptp bcast: peer %d: posting a receive failed: %s", q, strerror(r)) : 0;
 }
 
-/* Posts the receives whose entries are free, in message order: the RQ
- * fills them first in, first out, so one held entry holds the rest. */
-static int repost(struct emunic_ptp_bc *p, int q)
+/* Posts q's receives whose entries are free, in message order: the RQ
+ * fills them first in, first out, so one held entry holds the rest.  Also
+ * create's first receives (ptp_base_connect), hence ctx. */
+static int repost(void *ctx, int q)
 {
+	struct emunic_ptp_bc *p = ctx;
 	struct ptpb_ring *g = &p->in[q];
 
 	/* After a failure the QPs are flushing: posting adds nothing. */
@@ -158,12 +148,12 @@ static int repost(struct emunic_ptp_bc *p, int q)
 
 static int post_send(struct emunic_ptp_bc *p, int to, uint64_t wr_id, uint64_t seq, const void *buf, size_t bytes)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = (uint32_t)bytes, .lkey = p->mr->lkey };
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = (uint32_t)bytes, .lkey = p->b.mr->lkey };
 	struct ibv_send_wr wr = {
 		.wr_id = wr_id, .sg_list = &sge, .num_sge = bytes ? 1 : 0,
 		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
 	}, *bad;
-	int r = ibv_post_send(p->mesh->conn[to].qp, &wr, &bad);
+	int r = ibv_post_send(p->b.mesh->conn[to].qp, &wr, &bad);
 
 	if (r)
 		return emunic_err(-r, "ptp bcast %llu: posting a send to peer %d failed: %s", (unsigned long long)seq,
@@ -230,7 +220,7 @@ static void on_wc(void *ctx, const struct ibv_wc *wc)
 
 static int poll_cq(struct emunic_ptp_bc *p)
 {
-	return ptp_cq_poll(&p->q, on_wc, p, "ptp bcast");
+	return ptp_cq_poll(&p->b.q, on_wc, p, "ptp bcast");
 }
 
 /* The root: every segment to every child, from its slot. */
@@ -327,7 +317,7 @@ static int advance(struct emunic_ptp_bc *p)
 static int progress(void *ctx)
 {
 	struct emunic_ptp_bc *p = ctx;
-	int r = p->q.cq ? poll_cq(p) : 0;
+	int r = p->b.q.cq ? poll_cq(p) : 0;
 
 	return r ? r : advance(p);
 }
@@ -349,13 +339,13 @@ static int wait_seq(void *ctx, uint64_t seq, int timeout_ms)
 {
 	struct emunic_ptp_bc *p = ctx;
 
-	return ptp_cq_wait(&p->q, progress, report_timeout, p, &p->ops, seq, timeout_ms, p->spin_us, "ptp bcast");
+	return ptp_cq_wait(&p->b.q, progress, report_timeout, p, &p->ops, seq, timeout_ms, p->b.spin_us, "ptp bcast");
 }
 
 static int check_args(const struct emunic_ptp_bc *p, const void *buf, size_t bytes, int root)
 {
-	if (root < 0 || root >= p->size)
-		return emunic_err(-EINVAL, "ptp bcast: root %d is not a rank (0..%d)", root, p->size - 1);
+	if (root < 0 || root >= p->b.size)
+		return emunic_err(-EINVAL, "ptp bcast: root %d is not a rank (0..%d)", root, p->b.size - 1);
 	if (!buf && bytes)
 		return emunic_err(-EINVAL, "ptp bcast: a NULL buffer for %zu bytes", bytes);
 	if (bytes > p->limit)
@@ -381,14 +371,14 @@ static int start(void *ctx, const void *args, uint64_t *seq)
 	r = progress(p);
 	if (r)
 		return r;
-	if (p->ops.posted - p->ops.done >= PTPB_INFLIGHT || (a->root == p->rank && p->slot_out[s % PTPB_SLOTS]))
+	if (p->ops.posted - p->ops.done >= PTPB_INFLIGHT || (a->root == p->b.rank && p->slot_out[s % PTPB_SLOTS]))
 		return -ENOSPC;
 	*o = (struct ptpb_op){ .buf = a->buf, .bytes = a->bytes, .root = a->root };
 	o->nseg = a->bytes ? (uint32_t)((a->bytes + p->seg - 1) / p->seg) : 1;
-	o->nchild = coll_bin_tree(p->rank, p->size, a->root, &o->parent, o->child);
-	if (a->root == p->rank && a->bytes && p->size > 1)
+	o->nchild = coll_bin_tree(p->b.rank, p->b.size, a->root, &o->parent, o->child);
+	if (a->root == p->b.rank && a->bytes && p->b.size > 1)
 		memcpy(slot_buf(p, s), a->buf, a->bytes);
-	if (p->size == 1) {
+	if (p->b.size == 1) {
 		p->ops.posted = p->ops.done = s;
 		*seq = s;
 		return 0;
@@ -403,7 +393,7 @@ int emunic_ptp_bcast(struct emunic_ptp_bc *p, void *buf, size_t bytes, int root)
 {
 	const struct ptpb_args a = { buf, bytes, root };
 
-	return p ? ptp_call(&kind, p, &a, bound(p)) : -EINVAL;
+	return p ? ptp_call(&kind, p, &a, ptp_base_bound(&p->b)) : -EINVAL;
 }
 
 int emunic_ptp_ibcast(struct emunic_ptp_bc *p, void *buf, size_t bytes, int root, struct emunic_ptp_bc_req **out)
@@ -438,12 +428,12 @@ static void set_sizes(struct emunic_ptp_bc *p, size_t max_bytes, size_t segment)
 
 static int setup(struct emunic_ptp_bc *p)
 {
-	size_t total = PTPB_SLOTS * p->max + (size_t)(p->size - 1) * p->ring * p->seg;
+	size_t total = PTPB_SLOTS * p->max + (size_t)(p->b.size - 1) * p->ring * p->seg;
 
-	p->in = calloc((size_t)p->size, sizeof(*p->in));
+	p->in = calloc((size_t)p->b.size, sizeof(*p->in));
 	if (!p->in)
 		return -ENOMEM;
-	for (int q = 0; q < p->size; q++) {
+	for (int q = 0; q < p->b.size; q++) {
 		struct ptpb_ring *g = &p->in[q];
 
 		g->fwd_out = calloc(p->ring, sizeof(*g->fwd_out));
@@ -452,14 +442,7 @@ static int setup(struct emunic_ptp_bc *p)
 		if (!g->fwd_out || !g->len || !g->seq)
 			return -ENOMEM;
 	}
-	p->mem = aligned_alloc(4096, (total + 4095) & ~(size_t)4095);
-	if (!p->mem)
-		return -ENOMEM;
-	memset(p->mem, 0, total);
-	p->mem_bytes = total;
-	if (p->size == 1)
-		return 0;
-	return emunic_vdev_open(NULL, &p->dev);
+	return ptp_base_alloc(&p->b, total);
 }
 
 static uint32_t min_u32(uint64_t a, uint64_t b)
@@ -473,48 +456,33 @@ static uint32_t min_u32(uint64_t a, uint64_t b)
  * limits cap them. */
 static void queue_sizes(const struct emunic_ptp_bc *p, struct emunic_qp_opts *o, int *cq_depth)
 {
-	uint64_t mseg = (p->ring - 2) / PTPB_INFLIGHT, held = (uint64_t)(p->size - 1) * p->ring;
+	uint64_t mseg = (p->ring - 2) / PTPB_INFLIGHT, held = (uint64_t)(p->b.size - 1) * p->ring;
 	uint64_t per_child = PTPB_SLOTS * mseg + held, nchild = 0, depth;
 
-	while ((1ull << nchild) < (uint64_t)p->size)
+	while ((1ull << nchild) < (uint64_t)p->b.size)
 		nchild++;
 	depth = held + per_child * nchild + 64;
 	emunic_qp_opts_default(o);
 	o->max_recv_wr = p->ring;
-	o->max_send_wr = min_u32(per_child + 16, (uint64_t)p->dev->attr.orig_attr.max_qp_wr);
-	*cq_depth = (int)min_u32(depth, (uint64_t)p->dev->attr.orig_attr.max_cqe);
+	o->max_send_wr = min_u32(per_child + 16, (uint64_t)p->b.dev->attr.orig_attr.max_qp_wr);
+	*cq_depth = (int)min_u32(depth, (uint64_t)p->b.dev->attr.orig_attr.max_cqe);
 }
 
 static int open_verbs(struct emunic_ptp_bc *p)
 {
 	struct emunic_qp_opts qo;
-	int depth, r;
+	int depth, r = emunic_vdev_open(NULL, &p->b.dev);
 
-	queue_sizes(p, &qo, &depth);
-	r = ptp_cq_open(&p->q, p->dev, depth, "ptp bcast");
 	if (r)
 		return r;
-	p->mr = ibv_reg_mr(p->dev->pd, p->mem, p->mem_bytes, IBV_ACCESS_LOCAL_WRITE);
-	if (!p->mr)
-		return emunic_err(-errno, "ptp bcast: ibv_reg_mr of %zu bytes failed: %s", p->mem_bytes, strerror(errno));
-	r = emunic_mesh_open(p->dev, p->boot, &qo, p->q.cq, p->q.cq, &p->mesh);
-	r = r ? r : emunic_mesh_connect_all(p->mesh, bound(p) < 0 ? 1 << 30 : bound(p));
-	for (int q = 0; !r && q < p->size; q++)
-		r = q == p->rank ? 0 : repost(p, q);
-	/* No data may arrive before every rank's receives are up. */
-	return r ? r : emunic_boot_barrier(p->boot);
+	queue_sizes(p, &qo, &depth);
+	return ptp_base_connect(&p->b, depth, &qo, repost, p, "ptp bcast");
 }
 
 static void ptp_bc_free(struct emunic_ptp_bc *p)
 {
-	emunic_mesh_close(p->mesh);
-	if (p->mr)
-		ibv_dereg_mr(p->mr);
-	ptp_cq_close(&p->q);
-	if (p->dev)
-		emunic_vdev_close(p->dev);
-	free(p->mem);
-	for (int q = 0; p->in && q < p->size; q++) {
+	ptp_base_fini(&p->b);
+	for (int q = 0; p->in && q < p->b.size; q++) {
 		free(p->in[q].fwd_out);
 		free(p->in[q].len);
 		free(p->in[q].seq);
@@ -534,14 +502,10 @@ int emunic_ptp_bc_create(struct emunic_boot *boot, size_t max_bytes, size_t segm
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	p->boot = boot;
-	p->rank = emunic_boot_rank(boot);
-	p->size = emunic_boot_size(boot);
-	p->timeout_ms = timeout_ms;
-	p->spin_us = spin_us;
+	ptp_base_init(&p->b, boot, timeout_ms, spin_us);
 	set_sizes(p, max_bytes, segment);
 	r = setup(p);
-	if (!r && p->size > 1)
+	if (!r && p->b.size > 1)
 		r = open_verbs(p);
 	if (r) {
 		ptp_bc_free(p);
@@ -564,7 +528,7 @@ int emunic_ptp_bc_destroy(struct emunic_ptp_bc *p)
 
 	if (!p)
 		return -EINVAL;
-	r = ptp_cq_drain(&p->q, progress, sends_out, p, &p->ops, bound(p), "send(s)", "ptp bcast");
+	r = ptp_cq_drain(&p->b.q, progress, sends_out, p, &p->ops, ptp_base_bound(&p->b), "send(s)", "ptp bcast");
 	ptp_bc_free(p);
 	return r;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The CQ, completion channel, operation numbering, waits and requests of
- * the host-progressed baselines (ptp_cq.h). */
+ * the host-progressed baselines, and their objects' common set-up and
+ * teardown (ptp_cq.h). */
 #include "baseline/ptp_cq.h"
 #include "emunic/base/log.h"
 
@@ -205,4 +206,57 @@ int ptp_req_wait(struct ptp_req *req, int timeout_ms)
 		--*req->nreq;
 	free(req);
 	return r;
+}
+
+void ptp_base_init(struct ptp_base *b, struct emunic_boot *boot, int timeout_ms, int spin_us)
+{
+	*b = (struct ptp_base){ .boot = boot, .rank = emunic_boot_rank(boot), .size = emunic_boot_size(boot),
+				.timeout_ms = timeout_ms, .spin_us = spin_us };
+}
+
+int ptp_base_bound(const struct ptp_base *b)
+{
+	return b->timeout_ms ? b->timeout_ms : 30000;
+}
+
+int ptp_base_alloc(struct ptp_base *b, size_t bytes)
+{
+	b->mem = aligned_alloc(4096, (bytes + 4095) & ~(size_t)4095);
+	if (!b->mem)
+		return -ENOMEM;
+	memset(b->mem, 0, bytes);
+	b->mem_bytes = bytes;
+	return 0;
+}
+
+int ptp_base_connect(struct ptp_base *b, int depth, const struct emunic_qp_opts *qo,
+		     int (*post_recvs)(void *ctx, int q), void *ctx, const char *who)
+{
+	int bound = ptp_base_bound(b), r;
+
+	r = ptp_cq_open(&b->q, b->dev, depth, who);
+	if (r)
+		return r;
+	if (b->mem) {
+		b->mr = ibv_reg_mr(b->dev->pd, b->mem, b->mem_bytes, IBV_ACCESS_LOCAL_WRITE);
+		if (!b->mr)
+			return emunic_err(-errno, "%s: ibv_reg_mr of %zu bytes failed: %s", who, b->mem_bytes,
+					  strerror(errno));
+	}
+	r = emunic_mesh_open(b->dev, b->boot, qo, b->q.cq, b->q.cq, &b->mesh);
+	r = r ? r : emunic_mesh_connect_all(b->mesh, bound < 0 ? 1 << 30 : bound);
+	for (int q = 0; !r && q < b->size; q++)
+		r = q == b->rank ? 0 : post_recvs(ctx, q);
+	return r ? r : emunic_boot_barrier(b->boot);
+}
+
+void ptp_base_fini(struct ptp_base *b)
+{
+	emunic_mesh_close(b->mesh);
+	if (b->mr)
+		ibv_dereg_mr(b->mr);
+	ptp_cq_close(&b->q);
+	if (b->dev)
+		emunic_vdev_close(b->dev);
+	free(b->mem);
 }

@@ -4,11 +4,13 @@
  * progressed baseline polls, the numbering of its operations, and the wait
  * both run on them (poll for spin_us, then sleep on the channel in slices,
  * within a bound).  The baselines give their own completion handler and
- * progress step as callbacks.
+ * progress step as callbacks.  At the end, what every collective baseline
+ * object holds and sets up alike (struct ptp_base).
  */
 #ifndef EMUNIC_BASELINE_PTP_CQ_H
 #define EMUNIC_BASELINE_PTP_CQ_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "emunic/verbs.h"
@@ -94,5 +96,40 @@ int ptp_req_start(const struct ptp_kind *k, void *ctx, const struct ptp_ops *ops
 int ptp_req_test(struct ptp_req *req);
 /* Waits up to timeout_ms; frees req whatever the result. */
 int ptp_req_wait(struct ptp_req *req, int timeout_ms);
+
+/*
+ * What every collective baseline object holds first (the ping-pong's
+ * differs: two buffers, no channel): its ranks, bounds, device, CQ, full
+ * mesh and one registered region.  Create fills it in three steps:
+ * ptp_base_init, ptp_base_alloc (if it has a region), then where there are
+ * peers emunic_vdev_open (the queue sizes may read the device's limits)
+ * and ptp_base_connect; ptp_base_fini undoes whatever of it was done
+ * (rank and size stay, for the caller's own teardown).
+ */
+struct ptp_base {
+	struct emunic_boot *boot;
+	int rank, size;
+	int timeout_ms;			/* 0: 30000; < 0: no bound */
+	int spin_us;			/* < 0: waits never sleep */
+	struct emunic_vdev *dev;	/* NULL: one rank alone, no verbs */
+	struct ptp_cq q;		/* sends and receives of every QP */
+	struct emunic_mesh *mesh;
+	unsigned char *mem;		/* zeroed, page-aligned; NULL: none */
+	size_t mem_bytes;
+	struct ibv_mr *mr;		/* registers mem */
+};
+
+void ptp_base_init(struct ptp_base *b, struct emunic_boot *boot, int timeout_ms, int spin_us);
+/* The bound of create, of a blocking call and of destroy's drain. */
+int ptp_base_bound(const struct ptp_base *b);
+/* b->mem: bytes, zeroed; -ENOMEM. */
+int ptp_base_alloc(struct ptp_base *b, size_t bytes);
+/* With b->dev open: the CQ (depth), mem registered, the mesh (qo: NULL for
+ * the defaults) connected within the bound, post_recvs(ctx, q) for every
+ * peer q, and then a boot barrier: no data may arrive before every rank's
+ * receives are up. */
+int ptp_base_connect(struct ptp_base *b, int depth, const struct emunic_qp_opts *qo,
+		     int (*post_recvs)(void *ctx, int q), void *ctx, const char *who);
+void ptp_base_fini(struct ptp_base *b);
 
 #endif

@@ -63,18 +63,11 @@ struct emunic_ptp_a2a {
 	const struct ptp_kind *kind;	/* what it runs: its name in error lines */
 	enum emunic_coll_kind ckind;
 	int nblk;			/* blocks in a copy of sbuf */
-	struct emunic_boot *boot;
-	int rank, size, timeout_ms, spin_us;
-	struct emunic_vdev *dev;
-	struct ptp_cq q;
-	struct emunic_mesh *mesh;
+	struct ptp_base b;		/* mem: the slots (nblk x max each), then the rings */
 	size_t limit;			/* max_block */
 	size_t max;			/* ... rounded up to 64 */
 	size_t seg;			/* a segment, a ring entry's size */
 	uint32_t ring;			/* R, entries a peer */
-	unsigned char *mem;		/* slots (nblk x max each), then the rings */
-	size_t mem_bytes;
-	struct ibv_mr *mr;
 	struct ptpa_ring *in;		/* by rank; in[rank] unused */
 	struct ptpa_op op[PTPA_SLOTS];
 	unsigned slot_out[PTPA_SLOTS];	/* sends from each slot not complete */
@@ -97,14 +90,9 @@ struct ptpa_args {
 	int root;
 };
 
-static int bound(const struct emunic_ptp_a2a *p)
-{
-	return p->timeout_ms ? p->timeout_ms : 30000;
-}
-
 static unsigned char *slot_buf(const struct emunic_ptp_a2a *p, uint64_t seq)
 {
-	return p->mem + (seq % PTPA_SLOTS) * (size_t)p->nblk * p->max;
+	return p->b.mem + (seq % PTPA_SLOTS) * (size_t)p->nblk * p->max;
 }
 
 static uint32_t entry(const struct emunic_ptp_a2a *p, uint64_t k)
@@ -115,9 +103,9 @@ static uint32_t entry(const struct emunic_ptp_a2a *p, uint64_t k)
 /* Where message k (from 1) of rank q lands. */
 static unsigned char *land(const struct emunic_ptp_a2a *p, int q, uint64_t k)
 {
-	size_t peer = (size_t)(q < p->rank ? q : q - 1);
+	size_t peer = (size_t)(q < p->b.rank ? q : q - 1);
 
-	return p->mem + PTPA_SLOTS * (size_t)p->nblk * p->max + (peer * p->ring + entry(p, k)) * p->seg;
+	return p->b.mem + PTPA_SLOTS * (size_t)p->nblk * p->max + (peer * p->ring + entry(p, k)) * p->seg;
 }
 
 static size_t seg_len(const struct emunic_ptp_a2a *p, const struct ptpa_op *o, uint32_t i)
@@ -132,28 +120,30 @@ static struct coll_xstep step_of(const struct emunic_ptp_a2a *p, const struct pt
 {
 	struct coll_xstep st;
 
-	coll_xchg_step(p->ckind, p->rank, p->size, o->root, s, &st);
+	coll_xchg_step(p->ckind, p->b.rank, p->b.size, o->root, s, &st);
 	return st;
 }
 
-/* Posts the receives whose entries are free, in message order: the RQ
- * fills them first in, first out, so one held entry holds the rest. */
-static int repost(struct emunic_ptp_a2a *p, int q)
+/* Posts q's receives whose entries are free, in message order: the RQ
+ * fills them first in, first out, so one held entry holds the rest.  Also
+ * create's first receives (ptp_base_connect), hence ctx. */
+static int repost(void *ctx, int q)
 {
+	struct emunic_ptp_a2a *p = ctx;
 	struct ptpa_ring *g = &p->in[q];
 
 	/* After a failure the QPs are flushing: posting adds nothing. */
 	while (!p->ops.err && g->posted + 1 <= g->released + p->ring) {
 		uint64_t k = g->posted + 1;
 		struct ibv_sge sge = { .addr = (uintptr_t)land(p, q, k), .length = (uint32_t)p->seg,
-				       .lkey = p->mr->lkey };
+				       .lkey = p->b.mr->lkey };
 		struct ibv_recv_wr wr = { .wr_id = PTPA_RECV_FLAG | (uint64_t)q, .sg_list = &sge, .num_sge = 1 };
 		struct ibv_recv_wr *bad;
-		int r = ibv_post_recv(p->mesh->conn[q].qp, &wr, &bad);
+		int r = ibv_post_recv(p->b.mesh->conn[q].qp, &wr, &bad);
 
 		if (r)
 			return emunic_err(-r, "%s: posting receive %llu from peer %d (qp %u) failed: %s", p->kind->who,
-					  (unsigned long long)k, q, p->mesh->conn[q].qp->qp_num, strerror(r));
+					  (unsigned long long)k, q, p->b.mesh->conn[q].qp->qp_num, strerror(r));
 		g->posted = k;
 	}
 	return 0;
@@ -163,12 +153,12 @@ static int repost(struct emunic_ptp_a2a *p, int q)
 static int send_block(struct emunic_ptp_a2a *p, const struct ptpa_op *o, uint64_t seq, int dst, int blk)
 {
 	const unsigned char *src = slot_buf(p, seq) + (size_t)blk * o->block;
-	struct ibv_qp *qp = p->mesh->conn[dst].qp;
+	struct ibv_qp *qp = p->b.mesh->conn[dst].qp;
 
 	for (uint32_t i = 0; i < o->nseg; i++) {
 		size_t len = seg_len(p, o, i);
 		struct ibv_sge sge = { .addr = (uintptr_t)(src + (size_t)i * p->seg), .length = (uint32_t)len,
-				       .lkey = p->mr->lkey };
+				       .lkey = p->b.mr->lkey };
 		struct ibv_send_wr wr = {
 			.wr_id = seq << PTPA_PEER_BITS | (uint64_t)dst, .sg_list = &sge, .num_sge = len ? 1 : 0,
 			.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
@@ -224,9 +214,9 @@ static int finish(struct emunic_ptp_a2a *p, const struct ptpa_op *o, uint64_t se
 	unsigned char *rbuf = o->rbuf;
 
 	if (rbuf && o->block)
-		memcpy(rbuf + (size_t)p->rank * o->block,
-		       slot_buf(p, seq) + (size_t)(p->nblk > 1 ? p->rank : 0) * o->block, o->block);
-	for (int s = 1; s < p->size; s++) {
+		memcpy(rbuf + (size_t)p->b.rank * o->block,
+		       slot_buf(p, seq) + (size_t)(p->nblk > 1 ? p->b.rank : 0) * o->block, o->block);
+	for (int s = 1; s < p->b.size; s++) {
 		int q = step_of(p, o, s).src;
 		struct ptpa_ring *g;
 		int r;
@@ -242,7 +232,7 @@ static int finish(struct emunic_ptp_a2a *p, const struct ptpa_op *o, uint64_t se
 				return emunic_err(-EBADMSG, "%s %llu (block %zu): segment %u from peer %d (qp %u) "
 						  "has %u bytes, not %zu: do all ranks call with the same block?",
 						  p->kind->who, (unsigned long long)seq, o->block, i, q,
-						  p->mesh->conn[q].qp->qp_num, got, seg_len(p, o, i));
+						  p->b.mesh->conn[q].qp->qp_num, got, seg_len(p, o, i));
 			if (got)
 				memcpy(rbuf + (size_t)q * o->block + (size_t)i * p->seg, land(p, q, k), got);
 		}
@@ -261,7 +251,7 @@ static int advance(struct emunic_ptp_a2a *p)
 		const struct ptpa_op *o = &p->op[seq % PTPA_SLOTS];
 		int r = 0;
 
-		for (; p->step < p->size; p->step++, p->sent = false) {
+		for (; p->step < p->b.size; p->step++, p->sent = false) {
 			struct coll_xstep st = step_of(p, o, p->step);
 
 			if (!p->sent && st.dst >= 0 && (r = send_block(p, o, seq, st.dst, st.blk)))
@@ -285,7 +275,7 @@ static int advance(struct emunic_ptp_a2a *p)
 static int progress(void *ctx)
 {
 	struct emunic_ptp_a2a *p = ctx;
-	int r = p->q.cq ? ptp_cq_poll(&p->q, on_wc, p, p->kind->who) : 0;
+	int r = p->b.q.cq ? ptp_cq_poll(&p->b.q, on_wc, p, p->kind->who) : 0;
 
 	return r ? r : advance(p);
 }
@@ -299,7 +289,7 @@ static int report_timeout(void *ctx, uint64_t seq, int timeout_ms)
 	char late[200] = "";
 	size_t n = 0;
 
-	for (int s = 1; s < p->size; s++) {
+	for (int s = 1; s < p->b.size; s++) {
 		int q = step_of(p, o, s).src;
 
 		if (q < 0 || block_in(p, o, q))
@@ -313,14 +303,14 @@ static int report_timeout(void *ctx, uint64_t seq, int timeout_ms)
 	return emunic_err(-ETIMEDOUT, "%s %llu not complete after %d ms: %s %llu (block %zu) waits at step %d "
 			  "of %d for peer %d; blocks not arrived from peers %s", p->kind->who,
 			  (unsigned long long)seq, timeout_ms, p->kind->who, (unsigned long long)old, o->block,
-			  p->step, p->size - 1, step_of(p, o, p->step).src, late);
+			  p->step, p->b.size - 1, step_of(p, o, p->step).src, late);
 }
 
 static int wait_seq(void *ctx, uint64_t seq, int timeout_ms)
 {
 	struct emunic_ptp_a2a *p = ctx;
 
-	return ptp_cq_wait(&p->q, progress, report_timeout, p, &p->ops, seq, timeout_ms, p->spin_us,
+	return ptp_cq_wait(&p->b.q, progress, report_timeout, p, &p->ops, seq, timeout_ms, p->b.spin_us,
 			   p->kind->who);
 }
 
@@ -332,13 +322,13 @@ static const char *kind_str(enum emunic_coll_kind k)
 /* The call fits the object and its arguments are whole. */
 static int check_args(const struct emunic_ptp_a2a *p, const struct ptpa_args *a)
 {
-	bool lands = a->kind != EMUNIC_COLL_GATHER || a->root == p->rank;	/* rbuf is used */
+	bool lands = a->kind != EMUNIC_COLL_GATHER || a->root == p->b.rank;	/* rbuf is used */
 
 	if (a->kind != p->ckind)
 		return emunic_err(-EINVAL, "%s: a%s %s call on a %s object", p->kind->who,
 				  a->kind == EMUNIC_COLL_GATHER ? "" : "n", kind_str(a->kind), kind_str(p->ckind));
-	if (a->kind == EMUNIC_COLL_GATHER && (a->root < 0 || a->root >= p->size))
-		return emunic_err(-EINVAL, "%s: root %d is not a rank (size %d)", p->kind->who, a->root, p->size);
+	if (a->kind == EMUNIC_COLL_GATHER && (a->root < 0 || a->root >= p->b.size))
+		return emunic_err(-EINVAL, "%s: root %d is not a rank (size %d)", p->kind->who, a->root, p->b.size);
 	if ((!a->sbuf || (lands && !a->rbuf)) && a->block)
 		return emunic_err(-EINVAL, "%s: a NULL buffer for blocks of %zu bytes", p->kind->who, a->block);
 	if (a->block > p->limit)
@@ -366,10 +356,10 @@ static int start(void *ctx, const void *args, uint64_t *seq)
 		return r;
 	if (p->ops.posted - p->ops.done >= PTPA_INFLIGHT || p->slot_out[s % PTPA_SLOTS])
 		return -ENOSPC;
-	*o = (struct ptpa_op){ .rbuf = a->kind != EMUNIC_COLL_GATHER || a->root == p->rank ? a->rbuf : NULL,
+	*o = (struct ptpa_op){ .rbuf = a->kind != EMUNIC_COLL_GATHER || a->root == p->b.rank ? a->rbuf : NULL,
 			       .block = a->block, .root = a->root };
 	o->nseg = coll_nseg(p->seg, a->block);
-	if (p->size == 1) {
+	if (p->b.size == 1) {
 		if (a->block)
 			memmove(a->rbuf, a->sbuf, a->block);
 		p->ops.posted = p->ops.done = *seq = s;
@@ -392,7 +382,7 @@ static int call(struct emunic_ptp_a2a *p, const struct ptpa_args *a, struct emun
 {
 	if (!p)
 		return -EINVAL;
-	return out ? ptp_req_start(p->kind, p, &p->ops, NULL, a, out) : ptp_call(p->kind, p, a, bound(p));
+	return out ? ptp_req_start(p->kind, p, &p->ops, NULL, a, out) : ptp_call(p->kind, p, a, ptp_base_bound(&p->b));
 }
 
 int emunic_ptp_alltoall(struct emunic_ptp_a2a *p, const void *sbuf, void *rbuf, size_t block)
@@ -451,21 +441,16 @@ static void set_sizes(struct emunic_ptp_a2a *p, size_t max_block, size_t segment
 
 static int setup(struct emunic_ptp_a2a *p)
 {
-	size_t total = PTPA_SLOTS * (size_t)p->nblk * p->max + (size_t)(p->size - 1) * p->ring * p->seg;
+	size_t total = PTPA_SLOTS * (size_t)p->nblk * p->max + (size_t)(p->b.size - 1) * p->ring * p->seg;
 
-	p->in = calloc((size_t)p->size, sizeof(*p->in));
+	p->in = calloc((size_t)p->b.size, sizeof(*p->in));
 	if (!p->in)
 		return -ENOMEM;
-	for (int q = 0; q < p->size; q++)
+	for (int q = 0; q < p->b.size; q++)
 		if (!(p->in[q].len = calloc(p->ring, sizeof(*p->in[q].len))))
 			return -ENOMEM;
-	p->mem = aligned_alloc(4096, (total + 4095) & ~(size_t)4095);
-	if (!p->mem)
-		return -ENOMEM;
-	memset(p->mem, 0, total);
-	p->mem_bytes = total;
 	p->step = 1;
-	return p->size == 1 ? 0 : emunic_vdev_open(NULL, &p->dev);
+	return ptp_base_alloc(&p->b, total);
 }
 
 /* Queues deep enough for every receive up and every send that can be
@@ -473,41 +458,26 @@ static int setup(struct emunic_ptp_a2a *p)
  * cap them. */
 static int open_verbs(struct emunic_ptp_a2a *p)
 {
-	const struct ibv_device_attr *da = &p->dev->attr.orig_attr;
+	const struct ibv_device_attr *da;
 	uint64_t sends = PTPA_SLOTS * (uint64_t)((p->ring - 2) / PTPA_INFLIGHT) + 16;
-	uint64_t depth = (uint64_t)(p->size - 1) * (p->ring + sends) + 64;
+	uint64_t depth = (uint64_t)(p->b.size - 1) * (p->ring + sends) + 64;
 	struct emunic_qp_opts qo;
-	int r;
+	int r = emunic_vdev_open(NULL, &p->b.dev);
 
+	if (r)
+		return r;
+	da = &p->b.dev->attr.orig_attr;
 	emunic_qp_opts_default(&qo);
 	qo.max_recv_wr = p->ring;
 	qo.max_send_wr = (uint32_t)(sends < (uint64_t)da->max_qp_wr ? sends : (uint64_t)da->max_qp_wr);
-	r = ptp_cq_open(&p->q, p->dev, (int)(depth < (uint64_t)da->max_cqe ? depth : (uint64_t)da->max_cqe),
-			p->kind->who);
-	if (r)
-		return r;
-	p->mr = ibv_reg_mr(p->dev->pd, p->mem, p->mem_bytes, IBV_ACCESS_LOCAL_WRITE);
-	if (!p->mr)
-		return emunic_err(-errno, "%s: ibv_reg_mr of %zu bytes failed: %s", p->kind->who, p->mem_bytes,
-				  strerror(errno));
-	r = emunic_mesh_open(p->dev, p->boot, &qo, p->q.cq, p->q.cq, &p->mesh);
-	r = r ? r : emunic_mesh_connect_all(p->mesh, bound(p) < 0 ? 1 << 30 : bound(p));
-	for (int q = 0; !r && q < p->size; q++)
-		r = q == p->rank ? 0 : repost(p, q);
-	/* No data may arrive before every rank's receives are up. */
-	return r ? r : emunic_boot_barrier(p->boot);
+	return ptp_base_connect(&p->b, (int)(depth < (uint64_t)da->max_cqe ? depth : (uint64_t)da->max_cqe), &qo,
+				repost, p, p->kind->who);
 }
 
 static void ptp_a2a_free(struct emunic_ptp_a2a *p)
 {
-	emunic_mesh_close(p->mesh);
-	if (p->mr)
-		ibv_dereg_mr(p->mr);
-	ptp_cq_close(&p->q);
-	if (p->dev)
-		emunic_vdev_close(p->dev);
-	free(p->mem);
-	for (int q = 0; p->in && q < p->size; q++)
+	ptp_base_fini(&p->b);
+	for (int q = 0; p->in && q < p->b.size; q++)
 		free(p->in[q].len);
 	free(p->in);
 	free(p);
@@ -527,15 +497,11 @@ int emunic_ptp_xchg_create(struct emunic_boot *boot, enum emunic_coll_kind kind,
 		return -ENOMEM;
 	p->ckind = kind;
 	p->kind = &kinds[kind == EMUNIC_COLL_ALLTOALL ? 0 : kind == EMUNIC_COLL_ALLGATHER ? 1 : 2];
-	p->boot = boot;
-	p->rank = emunic_boot_rank(boot);
-	p->size = emunic_boot_size(boot);
-	p->timeout_ms = timeout_ms;
-	p->spin_us = spin_us;
-	p->nblk = coll_xchg_blocks(kind, p->size);
+	ptp_base_init(&p->b, boot, timeout_ms, spin_us);
+	p->nblk = coll_xchg_blocks(kind, p->b.size);
 	set_sizes(p, max_block, segment);
 	r = setup(p);
-	if (!r && p->size > 1)
+	if (!r && p->b.size > 1)
 		r = open_verbs(p);
 	if (r) {
 		ptp_a2a_free(p);
@@ -564,7 +530,7 @@ int emunic_ptp_a2a_destroy(struct emunic_ptp_a2a *p)
 
 	if (!p)
 		return -EINVAL;
-	r = ptp_cq_drain(&p->q, progress, sends_out, p, &p->ops, bound(p), "send(s)", p->kind->who);
+	r = ptp_cq_drain(&p->b.q, progress, sends_out, p, &p->ops, ptp_base_bound(&p->b), "send(s)", p->kind->who);
 	ptp_a2a_free(p);
 	return r;
 }

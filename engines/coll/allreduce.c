@@ -35,14 +35,10 @@
 static int ar_setup(struct emunic_coll *c)
 {
 	struct coll_ar *ar;
-	size_t total;
-	int n = coll_rd_schedule(c->rank, c->size, &c->step), r;
+	int r = coll_rd_setup(c);
 
-	if (n < 0)
-		return n;
-	c->nstep = n;
-	for (int i = 0; i < c->nstep; i++)
-		c->peer[c->step[i].peer].partner = true;
+	if (r)
+		return r;
 	/* Per step at most (recursive doubling): a receive, two CALCs (or a
 	 * SEND), SEND_EN, WAIT; for reduce-scatter + allgather, per partner:
 	 * two receives, a halving's four tasks and a gather's three. */
@@ -59,16 +55,7 @@ static int ar_setup(struct emunic_coll *c)
 	ar->max = (ar->limit + 63) & ~(size_t)63;
 	ar->slot_bytes = (1 + 2 * (size_t)c->nstep) * ar->max;
 	ar->extra = c->rank >= coll_rd_pow2(c->size);
-	total = AR_SLOTS * ar->slot_bytes;
-	ar->mem = aligned_alloc(4096, (total + 4095) & ~(size_t)4095);
-	if (!ar->mem)
-		return coll_err(c, -ENOMEM, "allreduce: no memory for %zu bytes of buffers (max_bytes %zu)", total,
-				ar->max);
-	memset(ar->mem, 0, total);
-	r = emunic_mr_reg(c->dev, ar->mem, total, &ar->mr);
-	if (r)
-		return coll_err(c, r, "allreduce: registering %zu bytes of buffers failed (%d)", total, r);
-	return 0;
+	return coll_mem_alloc(c, AR_SLOTS * ar->slot_bytes, ar->max, &ar->mem, &ar->mr);
 }
 
 /* Counts the messages allreduce seq takes from each partner (for late). */
@@ -192,9 +179,7 @@ static void ar_fini(struct emunic_coll *c)
 {
 	if (!c->ar)
 		return;
-	if (c->ar->mr)
-		emunic_mr_dereg(c->ar->mr);
-	free(c->ar->mem);
+	coll_mem_free(c->ar->mem, c->ar->mr);
 	free(c->ar);
 	c->ar = NULL;
 }

@@ -46,11 +46,7 @@
 
 static struct emunic_task *add(struct emunic_coll *c, unsigned *n, int op, int peer, uint64_t seq)
 {
-	struct emunic_task *t = &c->task[(*n)++];
-
-	*t = (struct emunic_task){ .op = op, .wr_id = coll_wr_id(seq, peer), .qp = c->peer[peer].qp,
-				   .mr = c->ar->mr };
-	return t;
+	return coll_task_add(c, n, op, peer, seq, c->ar->mr);
 }
 
 void coll_ar_recvs(struct emunic_coll *c, unsigned *n, uint64_t seq)
@@ -77,17 +73,6 @@ static void add_send_en(struct emunic_coll *c, unsigned *n, int peer, uint64_t s
 {
 	add(c, n, EMUNIC_TASK_SEND_EN, peer, seq)->count = 1;
 	++*nsends;
-}
-
-/* Waits for peer's next message. */
-static void add_wait(struct emunic_coll *c, unsigned *n, int peer, uint64_t seq)
-{
-	struct emunic_task *t = add(c, n, EMUNIC_TASK_WAIT, peer, seq);
-
-	t->qp = NULL;
-	t->cq = c->peer[peer].rcq;
-	t->count = 1;
-	t->flags = EMUNIC_TASK_WAIT_EN_LAST;
 }
 
 static void add_calc(struct emunic_coll *c, unsigned *n, const struct coll_args *a, int peer, uint64_t seq,
@@ -149,7 +134,7 @@ unsigned coll_ar_rd_list(struct emunic_coll *c, const struct coll_args *a, uint6
 				add_fold(c, &n, a, st->peer, seq, false, acc, cur, tmp, from, bytes);
 				cur = acc;
 			}
-			add_wait(c, &n, st->peer, seq);
+			coll_task_wait(c, &n, st->peer, seq, 1);
 			tmp = coll_ar_buf(c, seq, AR_TMP, i);
 			from = st->peer;
 		}
@@ -215,7 +200,7 @@ unsigned coll_ar_rsag_list(struct emunic_coll *c, const struct coll_args *a, uin
 			tmp = NULL;
 		}
 		if (coll_rs_waits(st->kind)) {
-			add_wait(c, &n, st->peer, seq);
+			coll_task_wait(c, &n, st->peer, seq, 1);
 			if (st->kind == COLL_RS_IN || st->kind == COLL_RS_HALVE) {
 				tmp = coll_ar_buf(c, seq, AR_TMP, step_of(c, st->peer));
 				tmp_off = st->roff;

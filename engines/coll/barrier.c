@@ -35,32 +35,15 @@ static unsigned list_len(const struct emunic_coll *c)
 	return n;
 }
 
-/* This rank's schedule; marks the partners a sparse coll connects to. */
 static int barrier_setup(struct emunic_coll *c)
 {
-	int n = coll_rd_schedule(c->rank, c->size, &c->step);
+	int r = coll_rd_setup(c);
 
-	if (n < 0)
-		return n;
-	c->nstep = n;
-	for (int i = 0; i < c->nstep; i++)
-		c->peer[c->step[i].peer].partner = true;
+	if (r)
+		return r;
 	c->ntask = list_len(c);
 	c->task = calloc(c->ntask ? c->ntask : 1, sizeof(*c->task));
 	return c->task ? 0 : -ENOMEM;
-}
-
-static struct emunic_task *next(struct emunic_coll *c, unsigned *n, int op, int peer, uint64_t seq)
-{
-	struct emunic_task *t = &c->task[(*n)++];
-
-	*t = (struct emunic_task){ .op = op, .wr_id = coll_wr_id(seq, peer), .qp = c->peer[peer].qp };
-	return t;
-}
-
-static void add_recv(struct emunic_coll *c, unsigned *n, int peer, uint64_t seq)
-{
-	next(c, n, EMUNIC_TASK_RECV, peer, seq);
 }
 
 /* The signal itself: a 0-byte SEND or WRITE_IMM, held until SEND_EN. */
@@ -71,23 +54,13 @@ static void add_signal(struct emunic_coll *c, unsigned *n, int peer, uint64_t se
 	if (c->attr.signal == EMUNIC_COLL_WRITE_IMM) {
 		/* 0 bytes need no target address or rkey (IBA C9-88); the
 		 * immediate carries the barrier number for traces. */
-		t = next(c, n, EMUNIC_TASK_WRITE_IMM, peer, seq);
+		t = coll_task_add(c, n, EMUNIC_TASK_WRITE_IMM, peer, seq, NULL);
 		t->imm = (uint32_t)seq;
 	} else {
-		next(c, n, EMUNIC_TASK_SEND, peer, seq);
+		coll_task_add(c, n, EMUNIC_TASK_SEND, peer, seq, NULL);
 	}
-	t = next(c, n, EMUNIC_TASK_SEND_EN, peer, seq);
+	t = coll_task_add(c, n, EMUNIC_TASK_SEND_EN, peer, seq, NULL);
 	t->count = 1;
-}
-
-static void add_wait(struct emunic_coll *c, unsigned *n, int peer, uint64_t seq)
-{
-	struct emunic_task *t = next(c, n, EMUNIC_TASK_WAIT, peer, seq);
-
-	t->qp = NULL;
-	t->cq = c->peer[peer].rcq;
-	t->count = 1;
-	t->flags = EMUNIC_TASK_WAIT_EN_LAST;
 }
 
 static unsigned build_list(struct emunic_coll *c, uint64_t seq)
@@ -97,12 +70,12 @@ static unsigned build_list(struct emunic_coll *c, uint64_t seq)
 	/* Replenish first: this barrier consumes one receive per partner. */
 	for (int i = 0; i < c->nstep; i++)
 		if (c->step[i].wait)
-			add_recv(c, &n, c->step[i].peer, seq);
+			coll_task_add(c, &n, EMUNIC_TASK_RECV, c->step[i].peer, seq, NULL);
 	for (int i = 0; i < c->nstep; i++) {
 		if (c->step[i].send)
 			add_signal(c, &n, c->step[i].peer, seq);
 		if (c->step[i].wait)
-			add_wait(c, &n, c->step[i].peer, seq);
+			coll_task_wait(c, &n, c->step[i].peer, seq, 1);
 	}
 	c->task[n - 1].flags |= EMUNIC_TASK_SIGNAL;
 	return n;

@@ -53,10 +53,8 @@ struct coll_bc {
 	size_t seg;			/* bytes per segment */
 	unsigned mseg;			/* segments of the largest bcast */
 	unsigned char *mem;		/* the root's slots, then the rings */
-	size_t mem_bytes;
 	struct emunic_mr *mr;
 	struct coll_rings rs;		/* by rank; mem NULL: never a parent */
-	uint64_t reclaimed;		/* bcasts whose entries were given back */
 	struct bc_slot slot[BC_SLOTS];
 	int child[BC_MAX_CHILD];	/* scratch: one bcast's children */
 };
@@ -83,24 +81,6 @@ static int ceil_log2(int n)
 	while ((1 << k) < n)
 		k++;
 	return k;
-}
-
-static int bc_alloc(struct emunic_coll *c, struct coll_bc *bc)
-{
-	size_t slots = BC_SLOTS * coll_round64(bc->limit);
-	int r;
-
-	bc->mem_bytes = slots + coll_rings_bytes(&bc->rs, c);
-	bc->mem = aligned_alloc(4096, (bc->mem_bytes + 4095) & ~(size_t)4095);
-	if (!bc->mem)
-		return coll_err(c, -ENOMEM, "bcast: no memory for %zu bytes of buffers (max_bytes %zu)",
-				bc->mem_bytes, bc->limit);
-	memset(bc->mem, 0, bc->mem_bytes);
-	r = emunic_mr_reg(c->dev, bc->mem, bc->mem_bytes, &bc->mr);
-	if (r)
-		return coll_err(c, r, "bcast: registering %zu bytes of buffers failed (%d)", bc->mem_bytes, r);
-	coll_rings_place(&bc->rs, c, bc->mem + slots, bc->mr);
-	return 0;
 }
 
 static int bc_setup(struct emunic_coll *c)
@@ -132,7 +112,9 @@ static int bc_setup(struct emunic_coll *c)
 	c->task = calloc(c->ntask, sizeof(*c->task));
 	if (!c->task)
 		return -ENOMEM;
-	return c->size > 1 ? bc_alloc(c, bc) : 0;
+	if (c->size == 1)
+		return 0;
+	return coll_rings_alloc(&bc->rs, c, BC_SLOTS * coll_round64(bc->limit), bc->limit, &bc->mem, &bc->mr);
 }
 
 static struct emunic_task *add(struct emunic_coll *c, unsigned *n, int op, int peer, uint64_t seq)
@@ -140,23 +122,20 @@ static struct emunic_task *add(struct emunic_coll *c, unsigned *n, int op, int p
 	return coll_task_add(c, n, op, peer, seq, c->bc->mr);
 }
 
-/* Bcasts done, copied out and with their forwards complete give their
- * entries back, oldest first. */
-static void reclaim(struct emunic_coll *c)
+/* A bcast done (copied out) gives its entries back to its parent's ring
+ * once its forwards, which read them, completed (coll_rings_reclaim). */
+static bool give_back(struct emunic_coll *c, uint64_t seq)
 {
 	struct coll_bc *bc = c->bc;
+	const struct bc_slot *sl = &bc->slot[seq % BC_SLOTS];
 
-	while (bc->reclaimed < c->done) {
-		struct bc_slot *sl = &bc->slot[(bc->reclaimed + 1) % BC_SLOTS];
-
-		if (sl->seq == bc->reclaimed + 1) {
-			if (sl->sends_done < sl->sends_posted)
-				return;
-			if (sl->parent >= 0)
-				bc->rs.ring[sl->parent].freed += sl->nseg;
-		}
-		bc->reclaimed++;
-	}
+	if (sl->seq != seq)
+		return true;		/* it holds nothing */
+	if (sl->sends_done < sl->sends_posted)
+		return false;
+	if (sl->parent >= 0)
+		bc->rs.ring[sl->parent].freed += sl->nseg;
+	return true;
 }
 
 /* Bcast seq's segments: from the parent's ring, or from the root's slot. */
@@ -175,11 +154,7 @@ static void build_list(struct emunic_coll *c, unsigned *n, const struct bc_slot 
 		if (!sl->bytes)
 			len = 0;
 		if (sl->parent >= 0) {
-			t = add(c, n, EMUNIC_TASK_WAIT, sl->parent, sl->seq);
-			t->qp = NULL;
-			t->cq = c->peer[sl->parent].rcq;
-			t->count = 1;
-			t->flags = EMUNIC_TASK_WAIT_EN_LAST;
+			coll_task_wait(c, n, sl->parent, sl->seq, 1);
 			from = entry(bc, sl->parent, sl->first + i);
 		}
 		for (int k = 0; k < nchild; k++) {
@@ -227,12 +202,12 @@ static int bc_post(struct emunic_coll *c, const struct coll_args *a, uint64_t *s
 		*seq = s;
 		return 0;
 	}
-	reclaim(c);
+	coll_rings_reclaim(&bc->rs, c, give_back);
 	nchild = coll_bin_tree(c->rank, c->size, a->root, &parent, bc->child);
 	next = (struct bc_slot){ .seq = s, .parent = parent, .nseg = nseg_of(bc, a->count), .buf = a->rbuf,
 				 .bytes = a->count, .first = parent >= 0 ? bc->rs.ring[parent].used : 0 };
 	/* Room: this slot's last bcast given back, its segments' entries free. */
-	if (c->posted - c->done >= BC_INFLIGHT || (s > BC_SLOTS && bc->reclaimed < s - BC_SLOTS) ||
+	if (c->posted - c->done >= BC_INFLIGHT || (s > BC_SLOTS && bc->rs.reclaimed < s - BC_SLOTS) ||
 	    (parent >= 0 && next.first + next.nseg > bc->rs.ring[parent].freed + bc->rs.nring))
 		return -ENOSPC;
 	coll_rings_add_recvs(c, &bc->rs, &n, s);
@@ -305,9 +280,7 @@ static void bc_fini(struct emunic_coll *c)
 {
 	if (!c->bc)
 		return;
-	if (c->bc->mr)
-		emunic_mr_dereg(c->bc->mr);
-	free(c->bc->mem);
+	coll_mem_free(c->bc->mem, c->bc->mr);
 	coll_rings_fini(&c->bc->rs);
 	free(c->bc);
 	c->bc = NULL;

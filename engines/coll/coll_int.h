@@ -122,6 +122,22 @@ int coll_timeout(const struct emunic_coll *c);
 long long coll_now_ms(void);
 /* Every task's wr_id: the operation's number above, the peer below. */
 uint64_t coll_wr_id(uint64_t seq, int peer);
+/* This rank's recursive-doubling steps (schedule.c's) into c->step and
+ * c->nstep, their peers marked partners (what a sparse object connects). */
+int coll_rd_setup(struct emunic_coll *c);
+/* A task of operation seq for peer (its QP and wr_id; mr registers its
+ * buffer, NULL for none), appended to c->task at *n. */
+struct emunic_task *coll_task_add(struct emunic_coll *c, unsigned *n, int op, int peer, uint64_t seq,
+				  struct emunic_mr *mr);
+/* Appends a WAIT for count more messages of peer, counted on its own
+ * receive CQ, whose base then moves past them (WAIT_EN_LAST): a message of
+ * a later operation that came early is counted ahead, for that one. */
+void coll_task_wait(struct emunic_coll *c, unsigned *n, int peer, uint64_t seq, uint32_t count);
+/* A zeroed, page-aligned region of bytes registered on c's device; the
+ * error lines name c->alg and max_bytes.  coll_mem_free takes either NULL. */
+int coll_mem_alloc(struct emunic_coll *c, size_t bytes, size_t max_bytes, unsigned char **mem,
+		   struct emunic_mr **mr);
+void coll_mem_free(unsigned char *mem, struct emunic_mr *mr);
 /* "barrier", "allreduce", "bcast", "alltoall", "allgather", "gather". */
 const char *coll_kind_str(enum emunic_coll_kind k);
 /* Posts c->task[0 .. n) of operation seq: one list, or consecutive lists of

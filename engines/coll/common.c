@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Helpers every file of engines/coll uses: the error line, the timeout
- * bound, the clock, the wr_id of a task and destroy's fence.  A leaf (it calls nothing else of the engine), so the
- * algorithms (barrier.c, and the collectives to come) and the collective
- * object (coll.c) can both use it without calling into each other.
+ * bound, the clock, the recursive-doubling steps, building and posting
+ * task lists, the registered buffers and destroy's fence.  A leaf (of the
+ * engine it calls only schedule.c, which calls nothing), so the algorithms
+ * and the collective object (coll.c) can both use it without calling into
+ * each other.
  */
 #include "engines/coll/coll_int.h"
 
@@ -11,6 +13,8 @@
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 int coll_err(const struct emunic_coll *c, int err, const char *fmt, ...)
@@ -42,6 +46,60 @@ int coll_timeout(const struct emunic_coll *c)
 uint64_t coll_wr_id(uint64_t seq, int peer)
 {
 	return seq << COLL_PEER_BITS | ((uint64_t)peer & COLL_PEER_MASK);
+}
+
+int coll_rd_setup(struct emunic_coll *c)
+{
+	int n = coll_rd_schedule(c->rank, c->size, &c->step);
+
+	if (n < 0)
+		return n;
+	c->nstep = n;
+	for (int i = 0; i < c->nstep; i++)
+		c->peer[c->step[i].peer].partner = true;
+	return 0;
+}
+
+struct emunic_task *coll_task_add(struct emunic_coll *c, unsigned *n, int op, int peer, uint64_t seq,
+				  struct emunic_mr *mr)
+{
+	struct emunic_task *t = &c->task[(*n)++];
+
+	*t = (struct emunic_task){ .op = op, .wr_id = coll_wr_id(seq, peer), .qp = c->peer[peer].qp, .mr = mr };
+	return t;
+}
+
+void coll_task_wait(struct emunic_coll *c, unsigned *n, int peer, uint64_t seq, uint32_t count)
+{
+	struct emunic_task *t = coll_task_add(c, n, EMUNIC_TASK_WAIT, peer, seq, NULL);
+
+	t->qp = NULL;
+	t->cq = c->peer[peer].rcq;
+	t->count = count;
+	t->flags = EMUNIC_TASK_WAIT_EN_LAST;
+}
+
+int coll_mem_alloc(struct emunic_coll *c, size_t bytes, size_t max_bytes, unsigned char **mem,
+		   struct emunic_mr **mr)
+{
+	int r;
+
+	*mem = aligned_alloc(4096, (bytes + 4095) & ~(size_t)4095);
+	if (!*mem)
+		return coll_err(c, -ENOMEM, "%s: no memory for %zu bytes of buffers (max_bytes %zu)", c->alg->name,
+				bytes, max_bytes);
+	memset(*mem, 0, bytes);
+	r = emunic_mr_reg(c->dev, *mem, bytes, mr);
+	if (r)
+		return coll_err(c, r, "%s: registering %zu bytes of buffers failed (%d)", c->alg->name, bytes, r);
+	return 0;
+}
+
+void coll_mem_free(unsigned char *mem, struct emunic_mr *mr)
+{
+	if (mr)
+		emunic_mr_dereg(mr);
+	free(mem);
 }
 
 const char *coll_kind_str(enum emunic_coll_kind k)

@@ -58,10 +58,8 @@ struct coll_xg {
 	size_t seg;
 	unsigned mseg;			/* segments of the largest block */
 	unsigned char *mem;		/* the slots (nblk blocks each), then the rings */
-	size_t mem_bytes;
 	struct emunic_mr *mr;
 	struct coll_rings rs;
-	uint64_t reclaimed;		/* operations whose entries were given back */
 	struct xg_slot slot[XG_SLOTS];
 };
 
@@ -78,25 +76,6 @@ static size_t seg_len(const struct coll_xg *x, const struct xg_slot *sl, unsigne
 	size_t off = (size_t)i * x->seg;
 
 	return sl->block - off < x->seg ? sl->block - off : x->seg;
-}
-
-static int xg_alloc(struct emunic_coll *c, struct coll_xg *x)
-{
-	size_t slots = XG_SLOTS * (size_t)x->nblk * coll_round64(x->limit);
-	int r;
-
-	x->mem_bytes = slots + coll_rings_bytes(&x->rs, c);
-	x->mem = aligned_alloc(4096, (x->mem_bytes + 4095) & ~(size_t)4095);
-	if (!x->mem)
-		return coll_err(c, -ENOMEM, "%s: no memory for %zu bytes of buffers (max_bytes %zu)", c->alg->name,
-				x->mem_bytes, x->limit);
-	memset(x->mem, 0, x->mem_bytes);
-	r = emunic_mr_reg(c->dev, x->mem, x->mem_bytes, &x->mr);
-	if (r)
-		return coll_err(c, r, "%s: registering %zu bytes of buffers failed (%d)", c->alg->name, x->mem_bytes,
-				r);
-	coll_rings_place(&x->rs, c, x->mem + slots, x->mr);
-	return 0;
 }
 
 static int xg_setup(struct emunic_coll *c)
@@ -136,26 +115,26 @@ static int xg_setup(struct emunic_coll *c)
 	c->task = calloc(c->ntask, sizeof(*c->task));
 	if (!c->task)
 		return -ENOMEM;
-	return c->size > 1 ? xg_alloc(c, x) : 0;
+	if (c->size == 1)
+		return 0;
+	return coll_rings_alloc(&x->rs, c, XG_SLOTS * (size_t)x->nblk * coll_round64(x->limit), x->limit, &x->mem,
+				&x->mr);
 }
 
-/* Operations done, copied out and with their sends complete give their
- * entries back, oldest first. */
-static void reclaim(struct emunic_coll *c)
+/* An operation done (copied out) gives its entries back once its sends,
+ * which read its slot, completed (coll_rings_reclaim). */
+static bool give_back(struct emunic_coll *c, uint64_t seq)
 {
 	struct coll_xg *x = c->xg;
+	const struct xg_slot *sl = &x->slot[seq % XG_SLOTS];
 
-	while (x->reclaimed < c->done) {
-		struct xg_slot *sl = &x->slot[(x->reclaimed + 1) % XG_SLOTS];
-
-		if (sl->seq == x->reclaimed + 1) {
-			if (sl->sends_done < sl->sends_posted)
-				return;
-			for (int q = 0; q < c->size; q++)
-				x->rs.ring[q].freed += sl->segs[q];
-		}
-		x->reclaimed++;
-	}
+	if (sl->seq != seq)
+		return true;		/* it holds nothing */
+	if (sl->sends_done < sl->sends_posted)
+		return false;
+	for (int q = 0; q < c->size; q++)
+		x->rs.ring[q].freed += sl->segs[q];
+	return true;
 }
 
 /* The steps' sends and waits (schedule.c's coll_xchg_step); segs[] says
@@ -181,11 +160,7 @@ static void build_list(struct emunic_coll *c, unsigned *n, struct xg_slot *sl)
 		if (st.src < 0)
 			continue;
 		sl->segs[st.src] = sl->nseg;
-		t = coll_task_add(c, n, EMUNIC_TASK_WAIT, st.src, sl->seq, x->mr);
-		t->qp = NULL;
-		t->cq = c->peer[st.src].rcq;
-		t->count = sl->nseg;
-		t->flags = EMUNIC_TASK_WAIT_EN_LAST;
+		coll_task_wait(c, n, st.src, sl->seq, sl->nseg);
 	}
 	c->task[*n - 1].flags |= EMUNIC_TASK_SIGNAL;
 }
@@ -215,7 +190,7 @@ static bool room(const struct emunic_coll *c, uint64_t s, const struct xg_slot *
 	const struct coll_xg *x = c->xg;
 
 	if (!sl)
-		return c->posted - c->done < XG_INFLIGHT && (s <= XG_SLOTS || x->reclaimed >= s - XG_SLOTS);
+		return c->posted - c->done < XG_INFLIGHT && (s <= XG_SLOTS || x->rs.reclaimed >= s - XG_SLOTS);
 	for (int q = 0; q < c->size; q++)
 		if (x->rs.ring[q].used + sl->segs[q] > x->rs.ring[q].freed + x->rs.nring)
 			return false;
@@ -250,7 +225,7 @@ static int xg_post(struct emunic_coll *c, const struct coll_args *ar, uint64_t *
 		post_alone(c, ar, s);
 		return 0;
 	}
-	reclaim(c);
+	coll_rings_reclaim(&x->rs, c, give_back);
 	if (!room(c, s, NULL))
 		return -ENOSPC;
 	*sl = (struct xg_slot){ .seq = s, .nseg = coll_nseg(x->seg, ar->count), .block = ar->count, .root = ar->root,
@@ -337,9 +312,7 @@ static void xg_fini(struct emunic_coll *c)
 
 	if (!x)
 		return;
-	if (x->mr)
-		emunic_mr_dereg(x->mr);
-	free(x->mem);
+	coll_mem_free(x->mem, x->mr);
 	coll_rings_fini(&x->rs);
 	for (int k = 0; k < XG_SLOTS; k++) {
 		free(x->slot[k].first);

@@ -14,38 +14,31 @@ int coll_rings_init(struct coll_rings *rs, const struct emunic_coll *c, size_t s
 	return rs->ring && rs->posted ? 0 : -ENOMEM;
 }
 
-size_t coll_rings_bytes(const struct coll_rings *rs, const struct emunic_coll *c)
+int coll_rings_alloc(struct coll_rings *rs, struct emunic_coll *c, size_t slots, size_t max_bytes,
+		     unsigned char **mem, struct emunic_mr **mr)
 {
-	size_t n = 0;
+	size_t bytes = slots;
+	unsigned char *at;
+	int r;
 
 	for (int q = 0; q < c->size; q++)
-		n += c->peer[q].partner ? (size_t)rs->nring * rs->seg : 0;
-	return n;
-}
-
-void coll_rings_place(struct coll_rings *rs, const struct emunic_coll *c, unsigned char *mem,
-		      struct emunic_mr *mr)
-{
-	rs->mr = mr;
+		bytes += c->peer[q].partner ? (size_t)rs->nring * rs->seg : 0;
+	r = coll_mem_alloc(c, bytes, max_bytes, mem, mr);
+	if (r)
+		return r;
+	rs->mr = *mr;
+	at = *mem + slots;
 	for (int q = 0; q < c->size; q++)
 		if (c->peer[q].partner) {
-			rs->ring[q].mem = mem;
-			mem += (size_t)rs->nring * rs->seg;
+			rs->ring[q].mem = at;
+			at += (size_t)rs->nring * rs->seg;
 		}
+	return 0;
 }
 
 unsigned char *coll_ring_entry(const struct coll_rings *rs, int peer, uint64_t k)
 {
 	return rs->ring[peer].mem + (k % rs->nring) * rs->seg;
-}
-
-struct emunic_task *coll_task_add(struct emunic_coll *c, unsigned *n, int op, int peer, uint64_t seq,
-				  struct emunic_mr *mr)
-{
-	struct emunic_task *t = &c->task[(*n)++];
-
-	*t = (struct emunic_task){ .op = op, .wr_id = coll_wr_id(seq, peer), .qp = c->peer[peer].qp, .mr = mr };
-	return t;
 }
 
 void coll_rings_add_recvs(struct emunic_coll *c, struct coll_rings *rs, unsigned *n, uint64_t seq)
@@ -69,6 +62,12 @@ void coll_rings_commit(struct coll_rings *rs, int size)
 {
 	for (int q = 0; q < size; q++)
 		rs->ring[q].posted = rs->posted[q];
+}
+
+void coll_rings_reclaim(struct coll_rings *rs, struct emunic_coll *c, coll_give_back_fn give_back)
+{
+	while (rs->reclaimed < c->done && give_back(c, rs->reclaimed + 1))
+		rs->reclaimed++;
 }
 
 int coll_rings_prepost(struct emunic_coll *c, struct coll_rings *rs, const char *what)

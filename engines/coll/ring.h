@@ -14,12 +14,12 @@
 #ifndef EMUNIC_COLL_RING_H
 #define EMUNIC_COLL_RING_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct emunic_coll;
 struct emunic_mr;
-struct emunic_task;
 
 struct coll_ring {
 	unsigned char *mem;		/* nring entries of seg bytes; NULL: no ring */
@@ -34,28 +34,29 @@ struct coll_rings {
 	struct coll_ring *ring;		/* by rank */
 	uint64_t *posted;		/* scratch: each ring's receives once a list is posted */
 	struct emunic_mr *mr;		/* registers the entries (the caller's region) */
+	uint64_t reclaimed;		/* operations whose entries were given back */
 };
 
 /* By rank, rings for the peers with c->peer[q].partner; -ENOMEM. */
 int coll_rings_init(struct coll_rings *rs, const struct emunic_coll *c, size_t seg, unsigned nring);
-/* Bytes the rings need, and placing them at mem (inside the caller's
- * registered region mr). */
-size_t coll_rings_bytes(const struct coll_rings *rs, const struct emunic_coll *c);
-void coll_rings_place(struct coll_rings *rs, const struct emunic_coll *c, unsigned char *mem,
-		      struct emunic_mr *mr);
+/* One registered region (coll_mem_alloc, *mem and *mr): the caller's
+ * slots, slots bytes, then the rings. */
+int coll_rings_alloc(struct coll_rings *rs, struct emunic_coll *c, size_t slots, size_t max_bytes,
+		     unsigned char **mem, struct emunic_mr **mr);
 unsigned char *coll_ring_entry(const struct coll_rings *rs, int peer, uint64_t k);
 /* Appends to c->task the receives of every free entry (up to a full ring
  * per peer); applied by coll_rings_commit once the list is posted. */
 void coll_rings_add_recvs(struct emunic_coll *c, struct coll_rings *rs, unsigned *n, uint64_t seq);
 void coll_rings_commit(struct coll_rings *rs, int size);
+/* give_back(c, seq): operation seq's entries back to their rings (freed),
+ * and true; false while its sends may still read them or its slot. */
+typedef bool (*coll_give_back_fn)(struct emunic_coll *c, uint64_t seq);
+/* Operations done give their entries back oldest first (receives are
+ * posted again in ring order), up to the first not ready to. */
+void coll_rings_reclaim(struct coll_rings *rs, struct emunic_coll *c, coll_give_back_fn give_back);
 /* Posts every entry's receive before the first operation; what names the
  * collective in the error line. */
 int coll_rings_prepost(struct emunic_coll *c, struct coll_rings *rs, const char *what);
 void coll_rings_fini(struct coll_rings *rs);
-
-/* A task of operation seq for peer (its QP, wr_id and mr), appended to
- * c->task at *n. */
-struct emunic_task *coll_task_add(struct emunic_coll *c, unsigned *n, int op, int peer, uint64_t seq,
-				  struct emunic_mr *mr);
 
 #endif
