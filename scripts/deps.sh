@@ -13,6 +13,7 @@ pkgs=(
   iproute2 kmod                   # `rdma link`, modinfo (guest image)
   qemu-system-x86 busybox-static cpio  # the test guest
   python3-pytest valgrind         # the suite (and valgrind.h, for the core sleeping under it)
+  spin                            # the Promela model checker: spec/, tests/test_spec.py
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -40,6 +40,21 @@ static uint64_t assist_ns(void)
 	return v == UINT64_MAX ? v : v - 1;
 }
 
+/* A waiter stops assisting: it hands the engine over.  If another thread
+ * holds the token, that one may have seen this waiter still assisting and
+ * set no timer; a kick makes it pass and hand over again (the requester's
+ * side of owner.c's handshake; spec/token.pml, D2). */
+static void leave(struct emunic_dev *d)
+{
+	atomic_fetch_sub(&d->assisting, 1);
+	if (!nic_own(d)) {
+		nic_kick(d);
+		if (!nic_own(d))
+			return;		/* the holder sees the kick */
+	}
+	nic_unown(d);			/* hands over */
+}
+
 int nic_wait(struct emunic_dev *d, struct emunic_word *const *w, unsigned nw, bool (*cond)(void *), void *arg,
 	     int timeout_ms)
 {
@@ -89,10 +104,8 @@ int nic_wait(struct emunic_dev *d, struct emunic_word *const *w, unsigned nw, bo
 		/* Nothing moved for a whole budget: the core takes over. */
 		d->st.wait_sleeps++;
 		if (assisting) {
-			atomic_fetch_sub(&d->assisting, 1);
 			assisting = false;
-			if (nic_own(d))
-				nic_unown(d);	/* hands over */
+			leave(d);
 		}
 		if (atomic_load_explicit(&d->notices, memory_order_relaxed))
 			nic_notices_flush(d);
@@ -101,11 +114,8 @@ int nic_wait(struct emunic_dev *d, struct emunic_word *const *w, unsigned nw, bo
 		assisting = true;
 		until = budget == UINT64_MAX ? budget : emunic_now_ns() + budget / 4;
 	}
-	if (assisting) {
-		atomic_fetch_sub(&d->assisting, 1);
-		if (nic_own(d))
-			nic_unown(d);		/* hands over what is left */
-	}
+	if (assisting)
+		leave(d);
 	nic_set_handlers_ok(handlers);
 	if (atomic_load_explicit(&d->notices, memory_order_relaxed))
 		nic_notices_flush(d);

@@ -365,8 +365,9 @@ void nic_submitted(struct emunic_dev *d);
 
 /* Takes the token if it is free: then this thread runs the engine. */
 bool nic_own(struct emunic_dev *d);
-/* Gives it back; work asked for meanwhile is run first, or handed on. */
-void nic_unown(struct emunic_dev *d);
+/* Gives it back; work asked for meanwhile is run first, or handed on.
+ * True when it ran a pass for such work (or left it to the core). */
+bool nic_unown(struct emunic_dev *d);
 /* This thread holds the token (it is inside the engine: a handler, say). */
 bool nic_owned(const struct emunic_dev *d);
 /* Asks whoever holds the token for one more pass. */

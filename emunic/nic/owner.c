@@ -89,7 +89,7 @@ static void hand_over(struct emunic_dev *d)
 	}
 }
 
-void nic_unown(struct emunic_dev *d)
+bool nic_unown(struct emunic_dev *d)
 {
 	for (int round = 0;; round++) {
 		if (!is_core)
@@ -98,13 +98,13 @@ void nic_unown(struct emunic_dev *d)
 		atomic_store_explicit(&d->held, 0, memory_order_release);
 		atomic_thread_fence(memory_order_seq_cst);
 		if (!atomic_load_explicit(&d->kick, memory_order_relaxed))
-			return;
+			return round > 0;
 		if (round == UNOWN_ROUNDS) {
 			nic_doorbell(d);	/* the core takes it from here */
-			return;
+			return true;
 		}
 		if (!nic_own(d))
-			return;			/* the new holder sees the kick */
+			return round > 0;	/* the new holder sees the kick */
 		atomic_store_explicit(&d->kick, 0, memory_order_relaxed);
 		nic_pass(d);
 	}

@@ -269,7 +269,11 @@ static void *core_main(void *arg)
 			idle_since = emunic_now_ns();
 		if (!n && d->idle != EMUNIC_IDLE_SPIN && emunic_now_ns() - idle_since >= spin_ns) {
 			n = prepare_sleep(d);
-			nic_unown(d);
+			/* A pass run in leaving (for a kick) may have handed
+			 * work to verbs after the arming looked: then look
+			 * again rather than sleep unarmed (spec/token.pml, D1). */
+			if (nic_unown(d))
+				n = 1;
 			if (atomic_load_explicit(&d->notices, memory_order_relaxed))
 				nic_notices_flush(d);
 			if (!n)

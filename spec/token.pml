@@ -1,0 +1,540 @@
+/*
+ * emunic: the engine's ownership token and its hand-overs.
+ *
+ * DESIGN.md, "Data flow": one progress loop, run by whoever holds the
+ * ownership token, the core thread or an app thread that is waiting anyway;
+ * "the core thread guarantees progress"; a waiting thread runs the engine
+ * while the token is free "until its condition holds or a budget runs out,
+ * then releases the token and sleeps on that object's own wait word"; the
+ * core thread spins briefly, "then it releases the token and blocks in
+ * io_uring on the completion channels, rdma_cm and the doorbell".
+ *
+ * Who is modelled: NWAIT app threads that post a command and wait for its
+ * completion (1 by default), NPOST app threads that only post one (1), the
+ * core thread, verbs:
+ *   - a waiter waits on its own object's wait word (nic_wait), assisting
+ *     (taking the token and running passes) while its budget lasts;
+ *   - an engine pass drains the command ring into verbs and polls the verbs
+ *     CQ, completing commands and bumping their wait words;
+ *   - verbs completes what it was given at any time, and raises the
+ *     completion channel if the core armed it;
+ *   - the core's timer fires while the core sleeps if it is set to a
+ *     deadline the code uses to hand work over: SOON (hand_over's 50 us) or
+ *     LAZY (10 ms; -DNO_LAZY leaves it out).  The 1 s safety nets (the
+ *     core's SLEEP_MAX, the waiter's SLEEP_SLICE) never fire here: progress
+ *     must not depend on them.
+ *
+ * Properties:
+ *   - never two owners: assert(owners == 1) when a thread takes the token
+ *     and when a pass runs;
+ *   - no lost wake-up: in every end state every thread has finished (init's
+ *     assert(finished == NAPP) runs only then).  A lost wake-up (a command
+ *     left in the ring, a completion nobody polls, a waiter asleep on a word
+ *     nobody bumps) ends with every thread blocked, which pan reports as an
+ *     invalid end state (a waiter in word_sleep, the core in core_sleep).
+ *     The same as LTL, ltl no_lost_wakeup, for a run under weak fairness
+ *     (pan -a -f, `LTL=1 spec/check.sh token`: 10-20 s, not in the test).
+ *
+ * Where the code fell short of DESIGN.md (README.md here; fixed since).
+ * This model follows DESIGN.md and the fixed code; spin -DAS_CODED_D1,
+ * -DAS_CODED_D2 (or -DAS_CODED, both) model the code as it was, and spin
+ * finds a waiter asleep while its
+ * completion sits in the verbs CQ, the core asleep unarmed with only the 1 s
+ * safety nets left:
+ *   D1 thread.c:271-276: the core decides to sleep on what prepare_sleep saw;
+ *      the passes nic_unown runs for a kick meanwhile (owner.c:106-109) are
+ *      not counted, so the core sleeps unarmed, its timer at SLEEP_MAX, with
+ *      new work just handed to verbs.  Modelled fix: after such a pass the
+ *      core loops (one more idle pass, then prepare_sleep again).
+ *   D2 assist.c:91-96, 104-108: a waiter that stops assisting while another
+ *      app thread holds the token does not hand over; that holder's
+ *      hand_over may have seen it still assisting (owner.c:66-67) and set
+ *      no timer.  Modelled fix: the waiter kicks first, so the holder runs
+ *      one more round and hands over with the waiter gone.
+ *
+ * Mutations (spin -DMUT_...; each must be found):
+ *   MUT_OWN   nic_own tests `held`, then sets it (no exchange): two owners.
+ *   MUT_KICK  nic_unown looks at `kick` before it clears `held`: a kick made
+ *             in between is nobody's; a waiter sleeps forever.
+ *   MUT_BUMP  emunic_word_bump looks at `sleepers` before it bumps `seq`: a
+ *             waiter that announces itself in between sleeps forever.
+ *
+ * Granularity: memory is sequentially consistent (the code's seq_cst fences
+ * make it so at these points).  Steps that touch only what the token holder
+ * owns, or whose order against another thread's step cannot change what
+ * either sees, are merged (each merge says why); the interleavings the
+ * protocols are about (a kick against a release, a hand_over against a
+ * waiter leaving, a bump against a sleeper) stay apart.  UNOWN_ROUNDS is 1,
+ * not owner.c:22's 4 (any value takes the doorbell path); the assist budget
+ * is "up to MAXTRY passes, or fewer" (time may pass at any point); the
+ * core's idle spin (EMUNIC_SPIN_US) is zero.
+ */
+
+#ifndef NWAIT
+#define NWAIT 1		/* app threads that post, then wait */
+#endif
+#ifndef NPOST
+#define NPOST 1		/* app threads that only post */
+#endif
+#define NAPP (NWAIT + NPOST)
+
+#ifdef AS_CODED		/* the code as it is: D1 and D2 below */
+#define AS_CODED_D1
+#define AS_CODED_D2
+#endif
+#ifndef UNOWN_ROUNDS
+#define UNOWN_ROUNDS 1
+#endif
+#ifndef MAXTRY
+#define MAXTRY 1
+#endif
+
+/* the core's timer deadline (wake_ns), earliest first */
+#define SOON 1		/* owner.c:77-79: now + handover_ns(), urgent */
+#define LAZY 2		/* owner.c:80-81, thread.c:170: now + LAZY_NS */
+#define NEVER 3		/* UINT64_MAX, or thread.c:170's SLEEP_MAX safety net */
+
+#ifdef NO_LAZY
+#define TIMER_DUE (wake == SOON)
+#else
+#define TIMER_DUE (wake == SOON || wake == LAZY)
+#endif
+
+/* the device (nic.h:282-300) */
+bit held, kick, sleeping, stop;
+byte assisting;
+byte wake = NEVER;
+bit wake_urgent;
+bit armed;			/* d->armed and ibv_req_notify_cq in one */
+bit bell, chanev;		/* the doorbell eventfd, the completion channel */
+/* verbs */
+byte inflight;			/* d->inflight: in verbs, not yet polled */
+chan ring = [NAPP] of { byte };	/* the command ring: whose command */
+chan vq = [NAPP] of { byte };	/* in verbs, not yet completed */
+chan vcq = [NAPP] of { byte };	/* completed, not yet polled */
+/* per app thread: its object's wait word (base/base.h:23-26), its condition */
+byte seq[NAPP], sleepers[NAPP];
+bit fut[NAPP];			/* blocked in futex_wait */
+bit done[NAPP];
+byte finished;
+/* ghost */
+byte owners;
+
+#define pending (inflight > 0 || len(ring) > 0)	/* engine.c:59-67 */
+
+/* owner.c:28-35 (the relaxed pre-load is a shortcut: the exchange decides) */
+inline own(ok)
+{
+	ok = 1 - held; held = 1;
+	if
+	:: ok -> owners++; assert(owners == 1)
+	:: else
+	fi
+}
+
+/* Mutation MUT_OWN: test held, then set it, in two steps */
+inline own_split(ok)
+{
+	if
+	:: held -> ok = 0
+	:: else -> atomic { ok = 1; held = 1; owners++; assert(owners == 1) }
+	fi
+}
+
+/* engine.c:32-44: drain the ring, poll verbs, (units), push to verbs; each
+ * completion bumps its waiter's word (wait.c:35-40: seq, then sleepers) */
+inline engine(n)
+{
+	assert(owners == 1);
+	n = 0;
+	do
+	:: len(ring) > 0 -> ring?id; vq!id; inflight++; n++
+	:: else -> break
+	od;
+	do
+	:: len(vcq) > 0 -> vcq?id; inflight--; done[id] = 1; n++;
+#ifdef MUT_BUMP
+		/* Mutation: look at sleepers, and bump seq only in a later step */
+		if
+		:: sleepers[id] > 0 -> fut[id] = 0
+		:: else
+		fi;
+		late = late | (1 << id)
+#else
+		seq[id]++;
+		if
+		:: sleepers[id] > 0 -> fut[id] = 0	/* FUTEX_WAKE */
+		:: else
+		fi
+#endif
+	:: else -> break
+	od;
+	id = 0
+}
+
+inline engine_late()
+{
+#ifdef MUT_BUMP
+	atomic {
+		do
+		:: late & (1 << id) -> seq[id]++; late = late & ~(1 << id)
+		:: late == 0 -> break
+		:: else -> id++
+		od;
+		id = 0
+	}
+#else
+	skip
+#endif
+}
+
+/* nic_own, then a pass if it got the token (clearing kick first where the
+ * caller does: objs.c:165, owner.c:108).  One step: what happens
+ * between the exchange and the pass's reads is seen by the pass or after
+ * it either way, and everything the pass writes is the holder's. */
+inline take_and_run(ok, n, clear)
+{
+#ifdef MUT_OWN
+	own_split(ok);
+	if
+	:: ok -> atomic {
+			if
+			:: clear -> kick = 0
+			:: else
+			fi;
+			engine(n)
+		}
+	:: else
+	fi;
+#else
+	atomic {
+		own(ok);
+		if
+		:: ok ->
+			if
+			:: clear -> kick = 0
+			:: else
+			fi;
+			engine(n)
+		:: else
+		fi
+	};
+#endif
+	engine_late()
+}
+
+/* wait.c:47-57 (emunic_word_sleep_any with one word, wait.c:66-68):
+ * announce, then futex_wait, which compares and sleeps in one step in the
+ * kernel; both are one step here, as a bumper's two steps may still fall
+ * on either side of it */
+inline word_sleep(i, snap)
+{
+	atomic {
+		sleepers[i]++;
+		if
+		:: seq[i] == snap -> fut[i] = 1
+		:: else
+		fi
+	};
+	atomic { fut[i] == 0 -> sleepers[i]-- }
+}
+
+/* wake.c:58-66 */
+inline doorbell()
+{
+	if
+	:: sleeping -> bell = 1
+	:: else
+	fi
+}
+
+/* owner.c:60-90, under the token (need_core is never set here: no event
+ * handlers; no unit deadlines) */
+inline hand_over()
+{
+    atomic {
+	assisted = (assisting > 0);
+	if
+	:: assisted && !wake_urgent -> skip
+	:: else ->
+		if
+		:: !assisted && pending -> want = SOON; urgent = 1
+		:: else ->
+			urgent = 0;
+			if
+			:: inflight > 0 -> want = LAZY
+			:: else -> want = NEVER
+			fi
+		fi;
+		if
+		:: want < wake || (wake_urgent && !urgent && want > wake) ->
+			wake = want; wake_urgent = urgent
+		:: else
+		fi
+	fi;
+	assisted = 0; urgent = 0; want = 0
+    }
+}
+
+/* owner.c:92-111; `worked`: it ran a pass for a kick (D1) */
+inline unown(is_core)
+{
+	do
+	::
+		if
+		:: !is_core -> hand_over()
+		:: else
+		fi;
+#ifdef MUT_KICK
+		/* Mutation: look at kick, then clear held */
+		k = kick;
+		atomic { owners--; held = 0 };
+#else
+		/* clear held, fence, look at kick (owner.c:97-100) */
+		atomic { owners--; held = 0; k = kick };
+#endif
+		if
+		:: !k -> break
+		:: k && round == UNOWN_ROUNDS -> doorbell(); break
+		:: k && round < UNOWN_ROUNDS ->
+			take_and_run(uok, un, 1);
+			if
+			:: !uok -> break
+			:: else -> worked = 1; round++
+			fi
+		fi
+	od;
+	skip;
+	d_step { round = 0; k = 0; uok = 0; un = 0 }
+}
+
+/* drain_fds, thread.c:130-154: what fired is read (the timerfd: wake_ns
+ * back to UINT64_MAX) */
+inline drain_fds()
+{
+	sleeping = 0;
+	if
+	:: chanev -> chanev = 0; armed = 0
+	:: else
+	fi;
+	bell = 0;
+	if
+	:: nap && TIMER_DUE -> wake = NEVER
+	:: else
+	fi;
+	nap = 0
+}
+
+/* thread.c:176-232: announce the sleep, then look for work (the stores and
+ * loads of 193-198 in one step: the doorbell's look at `sleeping` and a
+ * requester's kick fall on either side of it) */
+inline core_sleep()
+{
+	atomic {
+		sleeping = 1;
+		nap = !stop && (held || !(kick || len(ring) > 0));
+		if
+		:: !nap -> drain_fds()
+		:: else
+		fi
+	};
+	if
+	:: nap -> atomic { (bell || chanev || TIMER_DUE) -> drain_fds() }
+	:: else
+	fi
+}
+
+/* thread.c:159-174, under the token: arm the completion channel if work
+ * waits for a completion and no app thread polls, run a pass for what came
+ * before the arming, set the timer.  One step: what others do meanwhile (a
+ * post, a waiter leaving) acts as if done just after it. */
+inline prepare_sleep(n)
+{
+	atomic {
+		n = 0;
+		if
+		:: !armed && assisting == 0 && pending -> armed = 1; engine(n)
+		:: else
+		fi;
+		if
+		:: inflight > 0 -> wake = LAZY
+		:: else -> wake = NEVER
+		fi;
+		wake_urgent = 0
+	};
+	engine_late()
+}
+
+/* thread.c:236-289 */
+proctype core()
+{
+	bit ok, uok, k, nap, assisted, urgent;
+	byte n, un, id, round, want, worked, late;
+
+	do
+	:: stop -> break
+	:: else ->
+		/* nic_own; if held, nic_kick and nic_own again (250-255):
+		 * one step, as the second try can only fail too unless the
+		 * holder let go in between, which is the same as letting go
+		 * before the first */
+#ifdef MUT_OWN
+		take_and_run(ok, n, 1);
+		if
+		:: !ok -> kick = 1
+		:: else
+		fi;
+#else
+		atomic {
+			own(ok);
+			if
+			:: ok -> kick = 0; engine(n)
+			:: else -> kick = 1
+			fi
+		};
+		engine_late();
+#endif
+		if
+		:: !ok -> core_sleep()
+		:: ok && n == 0 ->
+			/* idle: prepare, hand back, sleep (268-277) */
+			prepare_sleep(n);
+			unown(1);
+#ifndef AS_CODED_D1
+			n = n + worked;		/* D1 */
+#endif
+			if
+			:: n == 0 -> core_sleep()
+			:: else
+			fi
+		:: ok && n > 0 -> unown(1)
+		fi;
+		d_step { ok = 0; n = 0; worked = 0 }
+	od
+}
+
+/* verbs and the wire: complete what they were given; the completion event
+ * fires for the first completion after ibv_req_notify_cq */
+proctype hw()
+{
+	byte id;
+end:	do
+	:: atomic {
+		vq?id -> vcq!id;
+		if
+		:: armed && !chanev -> chanev = 1
+		:: else
+		fi;
+		id = 0
+	   }
+	od
+}
+
+/* assist.c leave(): a waiter stops assisting (its budget ran out, or its
+ * condition holds) and hands the engine over.  One step up to the
+ * exchange: a holder's hand_over or kick look falls on either side. */
+inline leave()
+{
+	atomic {
+		assisting--;
+#ifndef MUT_OWN
+		own(ok)
+#endif
+	};
+#ifdef MUT_OWN
+	own_split(ok);
+#endif
+#ifndef AS_CODED_D2
+	/* D2, assist.c leave(): the token was held, so kick (the holder may
+	 * have seen this waiter assisting) and try once more. */
+	if
+	:: !ok -> atomic { kick = 1; own(ok) }
+	:: else
+	fi;
+#endif
+	if
+	:: ok -> unown(0)
+	:: else
+	fi;
+	d_step { ok = 0; worked = 0 }
+}
+
+proctype app(byte i)
+{
+	bit ok, uok, k, assisted, urgent;
+	byte n, un, id, round, want, snap, tries, worked, late;
+
+	/* post: publish the command (mq/post.c:295), then nic_submitted
+	 * (objs.c:156-168): kick, take the token, run a pass.  One step: a
+	 * holder that looks at kick, or the core that looks at the ring and
+	 * kick, sees both or neither. */
+	atomic {
+		ring!i;
+		kick = 1;
+#ifdef MUT_OWN
+	};
+	take_and_run(ok, n, 1);
+#else
+		own(ok);
+		if
+		:: ok -> kick = 0; engine(n)
+		:: else
+		fi
+	};
+	engine_late();
+#endif
+	if
+	:: ok -> unown(0)
+	:: else
+	fi;
+	if
+	:: i >= NWAIT -> finished++; goto out	/* a poster: done */
+	:: else
+	fi;
+	atomic { assisting++; ok = 0; n = 0; worked = 0 };	/* assist.c:58 */
+	/* nic_wait, assist.c:43-113 */
+	do
+	:: atomic {
+		snap = seq[i];		/* 61-62 */
+		if
+		:: done[i] -> break	/* cond(arg), 63 */
+		:: else
+		fi
+	   };
+		if
+		:: tries < MAXTRY ->	/* now < until: assist (72-80) */
+			tries++;
+			take_and_run(ok, n, 0);
+			if
+			:: ok -> unown(0)
+			:: else
+			fi;
+			d_step { ok = 0; n = 0; worked = 0 }
+		:: true ->		/* the budget ran out (89-102) */
+			leave();
+			word_sleep(i, snap);
+			atomic { assisting++; tries = 0; snap = 0 }
+		fi
+	od;
+	leave();	/* 104-108 */
+	finished++;
+out:	skip
+}
+
+init {
+	byte a;
+	atomic {
+		run core(); run hw();
+		for (a : 0 .. NAPP - 1) {
+			run app(a)
+		}
+	};
+	finished == NAPP;
+	assert(finished == NAPP);
+	/* nic_core_stop, thread.c:306-317 */
+	stop = 1;
+	sleeping = 1;
+	doorbell()
+}
+
+ltl no_lost_wakeup { <> (finished == NAPP) }

@@ -1,0 +1,133 @@
+"""The model-checked spec (spec/, issue 21 part 5): spin checks each Promela
+model exhaustively (bounded depth, and the test makes sure the bound was not
+what stopped it), and a deliberately broken variant of each model (one
+mutation, a -D flag to spin on the same source) must fail with the property
+it breaks, so each check is known to be able to fail.  Host only: no guest,
+no RDMA.  spec/README.md says what each model covers."""
+import concurrent.futures
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import ROOT
+
+SPEC = os.path.join(ROOT, "spec")
+DEPTH = 100000          # pan -m: far above the deepest path of any model (< 1000)
+MEMLIM_MB = 1024        # pan gives up (and the test fails) rather than eat the machine
+
+# model, spin -D flags, what pan must say: None = no error, else the error.
+CHECKS = [
+    # The ownership token and its hand-overs.
+    ("token", [], None),
+    ("token", ["MUT_OWN"], "assertion violated (owners==1)"),
+    ("token", ["MUT_KICK"], "invalid end state"),
+    ("token", ["MUT_BUMP"], "invalid end state"),
+    # The code as it was before the model found D1 and D2 (spec/README.md):
+    # a waiter left asleep with its completion in the CQ and the core
+    # asleep, unarmed, no timer.
+    ("token", ["AS_CODED_D1"], "invalid end state"),
+    ("token", ["AS_CODED_D2"], "invalid end state"),
+    # The management-queue rules.
+    ("mq", [], None),
+    ("mq", ["MUT_CLAMP"], "assertion violated post_ok"),
+    ("mq", ["MUT_BASE"], "assertion violated wait_ok"),
+    ("mq", ["MUT_ROLLBACK"], "assertion violated post_ok"),
+    ("mq", ["MUT_SPLIT"], "assertion violated list_ok"),
+    ("mq", ["MUT_COVER"], "assertion violated poll_ok"),
+    ("mq", ["MUT_WAKE"], "assertion violated idle_ok"),
+    # The trigger rules.
+    ("trig", [], None),
+    ("trig", ["MUT_TIE"], "assertion violated fire_ok"),
+    ("trig", ["MUT_FAIL"], "assertion violated settle_ok"),
+    ("trig", ["MUT_SET"], "assertion violated settle_ok"),
+    ("trig", ["MUT_HIGH"], "assertion violated fire_ok"),
+    ("trig", ["MUT_WAIT"], "assertion violated wait_ok"),
+]
+
+
+def _name(check):
+    model, flags, _ = check
+    return model + ("-" + "-".join(f.lower() for f in flags) if flags else "")
+
+
+def _run(cmd, cwd, timeout):
+    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+    return p.returncode, p.stdout.decode(errors="replace")
+
+
+def _verify(check, tmp):
+    """spin -a, cc pan.c, ./pan in tmp; returns what they said."""
+    model, flags, _ = check
+    shutil.copy(os.path.join(SPEC, model + ".pml"), tmp)
+    r, out = _run(["spin", "-a"] + ["-D" + f for f in flags] + [model + ".pml"], tmp, 60)
+    if r or not os.path.exists(os.path.join(tmp, "pan.c")):
+        return "spin -a %s failed:\n%s" % (model, out)
+    # Safety run (assertions, invalid end states); the models' LTL formula
+    # needs pan -a -f, which takes longer than the suite should: NOCLAIM.
+    # -O0: compiling pan.c at -O2 costs more than it saves on these runs.
+    r, out = _run(["cc", "-O0", "-w", "-DSAFETY", "-DNOCLAIM", "-DCOLLAPSE", "-DMEMLIM=%d" % MEMLIM_MB,
+                   "-o", "pan", "pan.c"], tmp, 120)
+    if r:
+        return "cc pan.c failed:\n%s" % out
+    r, out = _run(["./pan", "-m%d" % DEPTH, "-w22"], tmp, 120)
+    return out
+
+
+def _missing():
+    if not shutil.which("spin"):
+        return ("spin (the Promela model checker) is missing: run `make deps` "
+                "(scripts/deps.sh installs the Debian package spin)")
+    if not shutil.which("cc"):
+        return "no C compiler for spin's pan.c: run `make deps`"
+    return None
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """Every check, run up front on all CPUs (they are independent)."""
+    if _missing():
+        return {}
+    base = tmp_path_factory.mktemp("spec")
+    jobs = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as ex:
+        # the biggest first, so the pool ends together
+        for check in sorted(CHECKS, key=lambda c: (c[2] is not None, c[0] != "token")):
+            d = base / _name(check)
+            d.mkdir()
+            jobs[_name(check)] = ex.submit(_verify, check, str(d))
+    return {k: f.result() for k, f in jobs.items()}
+
+
+def _errors(out):
+    m = re.search(r"errors: (\d+)", out)
+    return int(m.group(1)) if m else None
+
+
+@pytest.mark.parametrize("check", [c for c in CHECKS if c[2] is None], ids=_name)
+def test_model_holds(results, check):
+    """The model's properties hold in every state spin can reach, and spin
+    reached them all (no depth or memory bound cut the search short)."""
+    if _missing():
+        pytest.fail(_missing(), pytrace=False)
+    out = results[_name(check)]
+    assert _errors(out) == 0, out[-3000:]
+    assert "max search depth too small" not in out, out[-3000:]
+    assert "Search not completed" not in out and "MEMLIM" not in out, out[-3000:]
+    assert "Full statespace search" in out, out[-3000:]
+    # it did explore something sizeable, not an empty model
+    stored = float(re.search(r"([\d.e+]+) states, stored", out).group(1))
+    assert stored > 10000, out[-3000:]
+
+
+@pytest.mark.parametrize("check", [c for c in CHECKS if c[2] is not None], ids=_name)
+def test_broken_variant_fails(results, check):
+    """The same model with one mutation: spin finds a counterexample, for the
+    property the mutation breaks."""
+    if _missing():
+        pytest.fail(_missing(), pytrace=False)
+    out = results[_name(check)]
+    assert _errors(out) not in (None, 0), "spin found no error in %s:\n%s" % (_name(check), out[-3000:])
+    assert check[2] in out, "expected %r:\n%s" % (check[2], out[-3000:])
