@@ -59,7 +59,7 @@ static int offload(struct mpi_args *a, bool blocking, MPI_Comm comm, const char 
 	if (!why && (a->root < 0 || a->root >= mc->size))
 		why = "a root out of range";
 	if (!why && !mpi_comm_coll(mc, a->kind))
-		why = "its collective object could not be created";
+		why = "it has no collective objects";
 	if (why) {
 		mpi_g.fellback[a->kind]++;
 		pthread_mutex_unlock(&mpi_g.lock);

@@ -1,23 +1,30 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A communicator's emunic side.  emunic's collectives span every rank of a
- * device.  MPI_COMM_WORLD's device (opened at MPI_Init) serves it and every
+ * A communicator's emunic side, made where MPI is already collective: at
+ * MPI_Init for MPI_COMM_WORLD, and when a call that makes a communicator
+ * returns (commnew.c) for the others.  Never later: creating an object
+ * connects QPs, which blocks until every rank of the communicator creates
+ * it too, and at a rank's first collective its peers may be blocked in
+ * point-to-point waiting for this rank (rank 0 "Ibcast; Send", rank 1
+ * "Recv; Ibcast" is legal MPI), or start collectives on two communicators
+ * in another order (legal for nonblocking ones) while the QPs of a shared
+ * device pair up in creation order.
+ *
+ * MPI_COMM_WORLD's device (opened at MPI_Init) serves it and every
  * communicator congruent to it (a dup: the same ranks in the same order);
- * any other intracommunicator of two or more ranks gets a device of its own
- * over its group (dev.c), opened at its first offloaded collective.  Each
- * communicator has objects of its own, so their operations never mix: an
- * object per kind, created at the kind's first offloaded call on it.
- * Opening and creating are collective, and so is that call (every rank
- * decides to offload from the same arguments).  The state hangs on the
- * communicator as an attribute, so MPI_Comm_free drains and destroys it.
+ * any other intracommunicator of two or more ranks gets a device of its
+ * own over its group (dev.c).  Each communicator has an object per kind,
+ * so their operations never mix.  Every step is agreed over the
+ * communicator's ranks, so they all offload it or all leave it to MPI.
+ * The state hangs on the communicator as an attribute, so MPI_Comm_free
+ * drains and destroys it.
  */
 #include "mpi/mpi_int.h"
 
 #include <stdlib.h>
 
-static void comm_destroy(struct mpi_comm *mc)
+static void destroy_colls(struct mpi_comm *mc)
 {
-	mpi_req_drain(mc);
 	for (int k = 0; k < MK_NKIND; k++)
 		if (mc->coll[k]) {
 			int r = emunic_coll_destroy(mc->coll[k]);
@@ -26,8 +33,17 @@ static void comm_destroy(struct mpi_comm *mc)
 				mpi_say("%s: destroying its collective object failed (%d)", mpi_kind_name(k), r);
 			mc->coll[k] = NULL;
 		}
+}
+
+static void comm_destroy(struct mpi_comm *mc)
+{
+	mpi_req_drain(mc);
+	destroy_colls(mc);
 	mpi_dev_close(&mc->own);
 	mc->dev = NULL;
+	if (mc->counted)
+		mpi_g.ncomms--;
+	mc->counted = false;
 }
 
 static void unlink_comm(struct mpi_comm *mc)
@@ -58,40 +74,36 @@ int mpi_comm_keyval_init(void)
 	return PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_fn, &mpi_g.keyval, NULL);
 }
 
-/* Why comm cannot offload (NULL: it can); congruent: it uses the world's device. */
-static const char *why_not(const struct mpi_comm *mc, bool *congruent)
+/* Why comm cannot offload whatever the ranks agree (NULL: it may);
+ * congruent: it would use the world's device.  The same on every rank. */
+static const char *why_not(MPI_Comm comm, bool *congruent)
 {
-	int inter = 0, cmp = MPI_UNEQUAL;
+	int inter = 0, cmp = MPI_UNEQUAL, size = 0;
 
-	PMPI_Comm_test_inter(mc->comm, &inter);
+	*congruent = false;
+	PMPI_Comm_test_inter(comm, &inter);
 	if (inter)
 		return "an intercommunicator";
-	PMPI_Comm_compare(mc->comm, MPI_COMM_WORLD, &cmp);
+	PMPI_Comm_compare(comm, MPI_COMM_WORLD, &cmp);
 	*congruent = cmp == MPI_IDENT || cmp == MPI_CONGRUENT;
-	if (!*congruent && mc->size < 2)
+	PMPI_Comm_size(comm, &size);
+	if (!*congruent && size < 2)
 		return "a communicator of one rank";
 	return NULL;
 }
 
-struct mpi_comm *mpi_comm_get(MPI_Comm comm)
+/* comm's state, new, without objects (why: why it never has any); lock held. */
+static struct mpi_comm *comm_new(MPI_Comm comm, const char *why)
 {
-	struct mpi_comm *mc;
-	bool congruent = false;
-	int found = 0;
-	void *val;
+	struct mpi_comm *mc = calloc(1, sizeof(*mc));
 
-	if (PMPI_Comm_get_attr(comm, mpi_g.keyval, &val, &found) == MPI_SUCCESS && found)
-		return val;
-	mc = calloc(1, sizeof(*mc));
 	if (!mc)
 		return NULL;
 	mc->comm = comm;
 	mc->own.comm = MPI_COMM_NULL;
+	mc->why = why;
 	PMPI_Comm_rank(comm, &mc->rank);
 	PMPI_Comm_size(comm, &mc->size);
-	mc->why = why_not(mc, &congruent);
-	if (congruent)
-		mc->dev = mpi_g.world.dev;
 	if (PMPI_Comm_set_attr(comm, mpi_g.keyval, mc) != MPI_SUCCESS) {
 		free(mc);
 		return NULL;
@@ -99,6 +111,20 @@ struct mpi_comm *mpi_comm_get(MPI_Comm comm)
 	mc->next = mpi_g.comms;
 	mpi_g.comms = mc;
 	return mc;
+}
+
+struct mpi_comm *mpi_comm_get(MPI_Comm comm)
+{
+	const char *why;
+	bool congruent;
+	int found = 0;
+	void *val;
+
+	if (PMPI_Comm_get_attr(comm, mpi_g.keyval, &val, &found) == MPI_SUCCESS && found)
+		return val;
+	/* Not seen made: its ranks never agreed on objects for it. */
+	why = why_not(comm, &congruent);
+	return comm_new(comm, why ? why : "made by a call the interposer does not see (MPI_Comm_idup, say)");
 }
 
 static enum emunic_coll_kind coll_kind(enum mpi_kind k)
@@ -119,36 +145,87 @@ size_t mpi_comm_limit(const struct mpi_comm *mc, enum mpi_kind k)
 	return (mpi_g.max_bytes + (size_t)mc->size - 1) / (size_t)mc->size;
 }
 
-struct emunic_coll *mpi_comm_coll(struct mpi_comm *mc, enum mpi_kind k)
+/* Every kind's object, in the same order on every rank; stops at the first
+ * failure (the peers' create of that kind then fails too, connecting). */
+static int create_colls(struct mpi_comm *mc)
 {
 	struct emunic_coll_attr a;
-	int r;
+	int r = 0;
 
-	if (mc->coll[k] || mc->create_failed[k] || mc->dev_failed)
-		return mc->coll[k];
-	if (!mc->dev) {
-		if (mpi_dev_open(mc->comm, &mc->own)) {
-			mpi_say("communicator %p: no device over its %d ranks: its collectives fall back to MPI",
-				(void *)mc->comm, mc->size);
-			mc->dev_failed = true;
-			return NULL;
+	for (int k = 0; k < MK_NKIND && !r; k++) {
+		emunic_coll_attr_init(&a);
+		a.kind = coll_kind(k);
+		a.conn = EMUNIC_COLL_DENSE;
+		a.max_bytes = mpi_comm_limit(mc, k);
+		/* Connecting and destroy's drain: emunic's 30 s, or the wait
+		 * bound where that is shorter. */
+		a.timeout_ms = mpi_g.timeout_ms > 0 && mpi_g.timeout_ms < 30000 ? mpi_g.timeout_ms : 0;
+		r = emunic_coll_create(mc->dev, &a, &mc->coll[k]);
+		if (r) {
+			mpi_say("%s: creating its collective object failed (%d)", mpi_kind_name(k), r);
+			mc->coll[k] = NULL;
 		}
-		mc->dev = mc->own.dev;
 	}
-	emunic_coll_attr_init(&a);
-	a.kind = coll_kind(k);
-	a.conn = EMUNIC_COLL_DENSE;
-	a.max_bytes = mpi_comm_limit(mc, k);
-	/* Connecting and destroy's drain: emunic's 30 s, or the wait bound
-	 * where that is shorter. */
-	a.timeout_ms = mpi_g.timeout_ms > 0 && mpi_g.timeout_ms < 30000 ? mpi_g.timeout_ms : 0;
-	r = emunic_coll_create(mc->dev, &a, &mc->coll[k]);
-	if (r) {
-		mpi_say("%s: creating its collective object failed (%d): it falls back to MPI from now on",
-			mpi_kind_name(k), r);
-		mc->create_failed[k] = true;
-		mc->coll[k] = NULL;
+	return r;
+}
+
+/* Whether every rank of comm has room for one more offloading communicator. */
+static bool room(bool congruent)
+{
+	return mpi_g.ncomms < mpi_g.max_comms && !(congruent && mpi_g.world_out_of_step);
+}
+
+void mpi_comm_setup(MPI_Comm comm)
+{
+	struct mpi_comm *mc;
+	struct mpi_dev own;
+	bool congruent, mine;
+	const char *why = why_not(comm, &congruent);
+
+	pthread_mutex_lock(&mpi_g.lock);
+	mc = comm_new(comm, why);
+	if (why)
+		goto out;		/* every rank knows that alone */
+	mine = mc && room(congruent);
+	if (congruent) {
+		if (!mpi_dev_agree(comm, mine)) {
+			why = mpi_g.world_out_of_step ? "an earlier communicator's objects failed on some rank "
+				"(the shared device's QPs could pair wrongly)" : "no room for it on some rank "
+				"(EMUNIC_MPI_COMMS communicators offload already, or no memory)";
+			goto out;
+		}
+		mc->dev = mpi_g.world.dev;
+	} else {
+		/* Agreed inside; a rank without room fails its open at once. */
+		if (mpi_dev_open(comm, mine, &own)) {
+			why = "no device over its ranks (see the lines above), or no room on some rank "
+				"(EMUNIC_MPI_COMMS communicators offload already, or no memory)";
+			goto out;
+		}
+		mc->own = own;
+		mc->dev = own.dev;
 	}
+	if (!mpi_dev_agree(comm, !create_colls(mc))) {
+		destroy_colls(mc);
+		mpi_dev_close(&mc->own);
+		mc->dev = NULL;
+		/* The world's device paired some QPs on one rank and not on
+		 * another: no later communicator may use it. */
+		if (congruent)
+			mpi_g.world_out_of_step = true;
+		why = "its collective objects could not be created on every rank (see the lines above)";
+		goto out;
+	}
+	mc->counted = true;
+	mpi_g.ncomms++;
+out:
+	if (mc && why)
+		mc->why = why;
+	pthread_mutex_unlock(&mpi_g.lock);
+}
+
+struct emunic_coll *mpi_comm_coll(struct mpi_comm *mc, enum mpi_kind k)
+{
 	return mc->coll[k];
 }
 

@@ -10,7 +10,9 @@
  * (offload the blocking forms too), EMUNIC_MPI_MAX_BYTES (default 1 MiB),
  * EMUNIC_MPI_TIMEOUT_MS (bound on one wait call for an offloaded
  * collective, default 300000, as long as a slow rank may legitimately take;
- * -1: none).  The device's own variables (EMUNIC_DEVICE,
+ * -1: none), EMUNIC_MPI_COMMS (communicators with objects at a time,
+ * MPI_COMM_WORLD included, default 4: each pins a few copies of
+ * EMUNIC_MPI_MAX_BYTES per kind).  The device's own variables (EMUNIC_DEVICE,
  * EMUNIC_CPU, EMUNIC_FAULTS, ...) apply as to any emunic program.
  */
 #include "mpi/mpi_int.h"
@@ -20,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+enum { NSET = 4 };
 
 /* An integer variable in [lo, hi]; a bad one is named and the default kept. */
 static long long env_num(const char *name, long long lo, long long hi, long long dflt)
@@ -49,38 +53,62 @@ static int has_device(void)
 	return n > 0;
 }
 
+/* The settings every rank must share (each decides alone whether a call
+ * offloads): the lowest over the ranks, a difference said. */
+static void agree_settings(long long *v, const char *const *name, int n)
+{
+	long long in[2 * NSET], out[2 * NSET];
+
+	for (int i = 0; i < n; i++)
+		in[i] = v[i], in[n + i] = -v[i];
+	if (PMPI_Allreduce(in, out, 2 * n, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS)
+		out[0] = 0;		/* off */
+	for (int i = 0; i < n; i++) {
+		if (out[i] != -out[n + i] && v[i] != out[i])
+			mpi_say("%s differs between ranks: using the lowest, %lld", name[i], out[i]);
+		v[i] = out[i];
+	}
+}
+
 static void setup(void)
 {
+	static const char *const name[NSET] = { "EMUNIC_MPI (or the attribute)", "EMUNIC_MPI_BLOCKING",
+						"EMUNIC_MPI_MAX_BYTES", "EMUNIC_MPI_COMMS" };
+	long long v[NSET];
+
 	PMPI_Comm_rank(MPI_COMM_WORLD, &mpi_g.rank);
+	emunic_log_set_rank(mpi_g.rank);
 	mpi_g.verbose = env_num("EMUNIC_MPI_VERBOSE", 0, 1, 0);
-	mpi_g.blocking = env_num("EMUNIC_MPI_BLOCKING", 0, 1, 0);
-	mpi_g.max_bytes = (size_t)env_num("EMUNIC_MPI_MAX_BYTES", 0, 1 << 30, 1 << 20);
 	mpi_g.timeout_ms = (int)env_num("EMUNIC_MPI_TIMEOUT_MS", -1, 1 << 30, 300000);
-	if (!env_num("EMUNIC_MPI", 0, 1, 1)) {
+	v[0] = env_num("EMUNIC_MPI", 0, 1, 1);
+	v[1] = env_num("EMUNIC_MPI_BLOCKING", 0, 1, 0);
+	v[2] = env_num("EMUNIC_MPI_MAX_BYTES", 0, 1 << 30, 1 << 20);
+	v[3] = env_num("EMUNIC_MPI_COMMS", 1, 1 << 20, 4);
+	if (v[0] && mpi_comm_keyval_init() != MPI_SUCCESS) {
+		mpi_say("cannot make its communicator attribute");
+		v[0] = 0;
+	}
+	agree_settings(v, name, NSET);
+	mpi_g.blocking = v[1];
+	mpi_g.max_bytes = (size_t)v[2];
+	mpi_g.max_comms = (unsigned)v[3];
+	if (!v[0]) {
 		if (mpi_g.verbose)
 			mpi_say("EMUNIC_MPI=0: every collective stays MPI's");
 		return;
 	}
-	emunic_log_set_rank(mpi_g.rank);
-	if (mpi_comm_keyval_init() != MPI_SUCCESS) {
-		mpi_say("cannot make its communicator attribute: every collective stays MPI's");
-		return;
-	}
-	/* Every rank decides the same: one that failed alone would leave the
-	 * others inside an exchange it never joins. */
-	if (!mpi_dev_agree(MPI_COMM_WORLD, has_device())) {
-		mpi_say("no RDMA device on %s: every collective stays MPI's (see emunic-info)",
-			has_device() ? "some rank" : "this rank");
-		return;
-	}
-	if (mpi_dev_open(MPI_COMM_WORLD, &mpi_g.world)) {
-		mpi_say("every collective stays MPI's");
+	/* Every rank takes part in the open, one without a device failing
+	 * it at once, so none is left inside an exchange. */
+	if (mpi_dev_open(MPI_COMM_WORLD, has_device(), &mpi_g.world)) {
+		mpi_say("%severy collective stays MPI's%s", has_device() ? "" : "no RDMA device here: ",
+			has_device() ? "" : " (see emunic-info)");
 		return;
 	}
 	mpi_g.on = true;
 	if (mpi_g.verbose)
 		mpi_say("offloading collectives on %s (max %zu bytes, %s forms)", emunic_dev_name(mpi_g.world.dev),
 			mpi_g.max_bytes, mpi_g.blocking ? "nonblocking and blocking" : "nonblocking");
+	mpi_comm_setup(MPI_COMM_WORLD);
 }
 
 int MPI_Init(int *argc, char ***argv)

@@ -7,9 +7,10 @@
  * Files, calls pointing down: colls.c (the intercepted collectives) and
  * wait.c (the intercepted Wait/Test family) use req.c (requests: generalized
  * MPI requests over emunic's, the queue of posts that found no room, the
- * pump), comm.c (a communicator's emunic collectives, made lazily) and
+ * pump), comm.c (a communicator's emunic collectives) and
  * dtype.c (which datatypes and ops emunic can take); init.c (MPI_Init,
- * MPI_Finalize) uses comm.c and req.c; init.c and comm.c open devices with
+ * MPI_Finalize) uses comm.c and req.c; commnew.c (the calls that make
+ * communicators) uses comm.c; init.c and comm.c open devices with
  * dev.c (a device over a communicator, bootstrapped through PMPI); every
  * file uses common.c (the state, the error line, the clock).
  */
@@ -35,16 +36,15 @@ struct mpi_dev {
 	struct emunic_dev *dev;
 };
 
-/* A communicator's emunic side: made at its first offloaded collective. */
+/* A communicator's emunic side: made with the communicator (comm.c). */
 struct mpi_comm {
 	MPI_Comm comm;
 	const char *why;		/* not NULL: it never offloads, because */
 	int rank, size;
 	struct emunic_dev *dev;		/* MPI_COMM_WORLD's, or own.dev */
 	struct mpi_dev own;		/* other groups: a device of their own */
-	bool dev_failed;
-	struct emunic_coll *coll[MK_NKIND];	/* per kind, at its first use */
-	bool create_failed[MK_NKIND];
+	struct emunic_coll *coll[MK_NKIND];	/* every kind's, or none (why) */
+	bool counted;			/* in mpi_g.ncomms */
 	unsigned queued[MK_NKIND];	/* posts waiting for room, in order */
 	bool blocked[MK_NKIND];		/* scratch of one pump pass */
 	int broken[MK_NKIND];		/* an operation failed or was dropped on
@@ -87,6 +87,9 @@ struct mpi_state {
 	int timeout_ms;			/* EMUNIC_MPI_TIMEOUT_MS: bound on a wait */
 	int keyval;			/* a communicator's struct mpi_comm */
 	struct mpi_comm *comms;
+	unsigned ncomms, max_comms;	/* with objects; EMUNIC_MPI_COMMS */
+	bool world_out_of_step;		/* a create on the world's device failed
+					 * on some rank: its QPs may pair wrongly */
 	struct mpi_req *reqs, **reqs_tail;
 	unsigned nqueued;
 	pthread_t pump;			/* posts queued requests while the app computes */
@@ -104,8 +107,9 @@ long long mpi_now_ms(void);
 
 /* dev.c.  Opens a device over comm's ranks, bootstrapped through PMPI on
  * a private dup of comm: collective over comm; every rank agrees on the
- * result (0, or the failure, said), so none is left in an exchange. */
-int mpi_dev_open(MPI_Comm comm, struct mpi_dev *d);
+ * result (0, or the failure, said), so none is left in an exchange, even
+ * when a rank fails before its first.  !mine: this rank fails it. */
+int mpi_dev_open(MPI_Comm comm, bool mine, struct mpi_dev *d);
 void mpi_dev_close(struct mpi_dev *d);
 /* True when mine is true on every rank of comm (collective). */
 bool mpi_dev_agree(MPI_Comm comm, bool mine);
@@ -116,15 +120,18 @@ const char *mpi_dtype_bytes(MPI_Datatype type, int count, size_t *bytes);
 /* NULL when emunic's CALC reduces (type, op), setting *et, *eo; else why not. */
 const char *mpi_dtype_calc(MPI_Datatype type, MPI_Op op, int *et, int *eo);
 
-/* comm.c.  The communicator's state (made at first sight, never NULL once
- * mpi_g.on; its why says if it cannot offload).  Lock held. */
+/* comm.c.  Gives comm its objects, or a why: collective over comm, called
+ * where MPI is (MPI_Init for MPI_COMM_WORLD, commnew.c for the others);
+ * every rank agrees.  Takes the lock. */
+void mpi_comm_setup(MPI_Comm comm);
+/* The communicator's state (made at first sight for one not seen made,
+ * with a why; NULL only without memory).  Lock held. */
 struct mpi_comm *mpi_comm_get(MPI_Comm comm);
 /* The largest message (bcast, allreduce) or block (the others) the kind
  * offloads on mc: EMUNIC_MPI_MAX_BYTES, a rank's whole send for the block
  * kinds (the objects register a few copies of it). */
 size_t mpi_comm_limit(const struct mpi_comm *mc, enum mpi_kind k);
-/* The kind's collective object, created (collectively) at first use; NULL
- * when creating it failed (the caller falls back). */
+/* The kind's collective object (NULL: the communicator has a why). */
 struct emunic_coll *mpi_comm_coll(struct mpi_comm *mc, enum mpi_kind k);
 /* At MPI_Finalize: every communicator's objects destroyed. */
 void mpi_comm_fini_all(void);

@@ -28,6 +28,27 @@ def mpirun(rxe, n, preload=True, env=(), args="", timeout=200):
                    % (MPI_ENV, timeout - 20, n, x, PROG, args), timeout=timeout)
 
 
+def mpmd(rxe, rank0_env, rank1_env, env=(), timeout=200):
+    """Two ranks with environments of their own (mpirun's MPMD form; there
+    Open MPI's -x reaches the first context only, and with LD_PRELOAD its
+    launcher hangs, so each rank gets everything through env)."""
+    pre = "env LD_PRELOAD=%s %s" % (LIB, " ".join(env))
+    return rxe.run("%s timeout %d mpirun --allow-run-as-root --oversubscribe -np 1 %s %s %s : -np 1 %s %s %s"
+                   % (MPI_ENV, timeout - 20, pre, rank0_env, PROG, pre, rank1_env, PROG), timeout=timeout)
+
+
+_plain = {}
+
+
+def plain_results(rxe, n):
+    """The results without the interposer (one run per size per session)."""
+    if n not in _plain:
+        rc, out = mpirun(rxe, n, preload=False)
+        assert rc == 0, out
+        _plain[n] = results(out, n)
+    return _plain[n]
+
+
 def results(out, n):
     lines = sorted(l for l in out.splitlines() if re.match(r"emunic-mpi-colls: rank \d+: .*: ok [0-9a-f]{16}$", l))
     for r in range(n):
@@ -52,11 +73,9 @@ def counts(out, n):
 
 @pytest.mark.parametrize("n", [2, 4])
 def test_same_results_with_and_without_the_interposer(rxe, n):
-    rc, plain = mpirun(rxe, n, preload=False)
-    assert rc == 0, plain
     rc, pre = mpirun(rxe, n, env=["EMUNIC_MPI_VERBOSE=1"])
     assert rc == 0, pre
-    assert results(pre, n) == results(plain, n)
+    assert results(pre, n) == plain_results(rxe, n)
     assert len(results(pre, n)) > 80 * n
     c = counts(pre, n)
     for kind in KINDS:
@@ -72,6 +91,48 @@ def test_same_results_with_and_without_the_interposer(rxe, n):
                 "falls back to MPI: an intercommunicator"):
         assert pre.count(why) == n, (why, pre)
     assert "offloading collectives on rxe" in pre, pre
+    # The orders a lazily connecting interposer stalls on were offloaded
+    # (a collective before a send its peer receives first; two communicators
+    # started in opposite orders): no other fallback, nothing failed.
+    assert "falls back to MPI: it has no" not in pre and "object failed" not in pre, pre
+    assert not re.search(r"^emunic: rank", pre, re.M), pre	# no error from emunic
+    assert len([l for l in results(pre, n) if " in order " in l]) == 3 * n, pre
+
+
+@pytest.mark.parametrize("case", ["comms", "device", "create"])
+def test_ranks_that_disagree_all_fall_back(rxe, case):
+    """What one rank alone cannot do, no rank does, named, and nothing hangs:
+    a lower EMUNIC_MPI_COMMS on rank 0 (the lowest wins: only MPI_COMM_WORLD
+    has objects), no such device on rank 1 (its open fails before the open's
+    first exchange: every collective stays MPI's), a task-list limit on
+    rank 1 that its bcast object cannot fit (the create fails there, rank 0's
+    times out connecting: MPI_COMM_WORLD and every later communicator
+    congruent to it stay MPI's).  The results are MPI's, bit for bit."""
+    env0, env1, why = {
+        "comms": ("EMUNIC_MPI_COMMS=1", "EMUNIC_MPI_COMMS=4",
+                  "falls back to MPI: no room for it on some rank (EMUNIC_MPI_COMMS"),
+        "device": ("", "EMUNIC_DEVICE=nosuch0", "falls back to MPI: emunic is off"),
+        "create": ("", "EMUNIC_LIST_TASKS=4", "MPI_Ibcast on MPI_COMM_WORLD falls back to MPI: "
+                   "its collective objects could not be created on every rank"),
+    }[case]
+    rc, out = mpmd(rxe, env0, env1, env=["EMUNIC_MPI_VERBOSE=1", "EMUNIC_MPI_TIMEOUT_MS=3000"])
+    assert rc == 0, out
+    assert results(out, 2) == plain_results(rxe, 2)
+    assert out.count(why) >= 2, (why, out)
+    assert "MISMATCH" not in out
+    c = counts(out, 2)
+    if case == "comms":
+        assert "emunic-mpi: rank 1: EMUNIC_MPI_COMMS differs between ranks: using the lowest, 1" in out, out
+        assert c["iallreduce"][0] > 0, out	# MPI_COMM_WORLD's
+    elif case == "device":
+        assert "emunic: rank 1: no RDMA device named 'nosuch0'" in out, out
+        assert out.count("every collective stays MPI's") == 2, out
+    else:
+        assert re.search(r"emunic: rank 1: .*a list may need \d+ tasks, more than the device's limit of 4", out), out
+        assert "emunic-mpi: rank 1: ibcast: creating its collective object failed" in out, out
+        assert "falls back to MPI: an earlier communicator's objects failed on some rank" in out, out
+    if case != "comms":
+        assert all(c[k][0] == 0 for k in KINDS), out
 
 
 def test_blocking_forms_many_in_flight_and_a_size_limit(rxe):

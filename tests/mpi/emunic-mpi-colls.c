@@ -527,6 +527,55 @@ static void check_comms(void)
 	MPI_Comm_free(&half);
 }
 
+/* Orders MPI allows that a lazily connecting interposer would stall on:
+ * rank 0 starts a collective and then sends to rank 1, which receives
+ * before it starts that collective; and collectives started on two
+ * communicators in different orders on different ranks (legal for
+ * nonblocking ones).  The communicators are new (a dup, a Cartesian one,
+ * made with MPI_Comm_create), so nothing of theirs exists before. */
+static void check_orders(void)
+{
+	static const char *const cname[3] = { "dup-a", "cart", "created" };
+	unsigned char b[3][64], want[3][64];
+	MPI_Comm c[3];
+	MPI_Request q[3];
+	MPI_Group g;
+	int dims = size, period = 0, token = 0;
+
+	MPI_Comm_dup(MPI_COMM_WORLD, &c[0]);
+	MPI_Cart_create(MPI_COMM_WORLD, 1, &dims, &period, 0, &c[1]);
+	MPI_Comm_group(MPI_COMM_WORLD, &g);
+	MPI_Comm_create(MPI_COMM_WORLD, g, &c[2]);
+	MPI_Group_free(&g);
+	for (int i = 0; i < 3; i++) {
+		fill(want[i], sizeof(want[i]), i, 7);
+		if (rank == i % size)
+			memcpy(b[i], want[i], sizeof(b[i]));
+		else
+			memset(b[i], 0xee, sizeof(b[i]));
+	}
+	/* Rank 0: collective, then a send; rank 1: the receive first. */
+	if (rank == 1)
+		MPI_Recv(&token, 1, MPI_INT, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	MPI_Ibcast(b[0], sizeof(b[0]), MPI_BYTE, 0, c[0], &q[0]);
+	if (rank == 0)
+		MPI_Send(&token, 1, MPI_INT, 1, 9, MPI_COMM_WORLD);
+	/* The other two started in opposite orders on odd and even ranks. */
+	for (int j = 0; j < 2; j++) {
+		int i = rank % 2 ? 2 - j : 1 + j;
+
+		MPI_Ibcast(b[i], sizeof(b[i]), MPI_BYTE, i % size, c[i], &q[i]);
+	}
+	MPI_Waitall(3, q, MPI_STATUSES_IGNORE);
+	for (int i = 0; i < 3; i++) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "ibcast %s in order %d", cname[i], i);
+		report(name, b[i], want[i], sizeof(b[i]));
+		MPI_Comm_free(&c[i]);
+	}
+}
+
 /* What the interposer must leave to MPI: a user-defined op, a derived
  * datatype. */
 static void check_fallbacks(void)
@@ -606,6 +655,7 @@ int main(int argc, char **argv)
 	check_allreduce(MPI_COMM_WORLD, "world", 0, T_DBL, 1, 0);
 	check_allreduce(MPI_COMM_WORLD, "world", 0, T_I32, 100, 2);
 	check_allreduce(dup, "dup", 3, T_I64, 100, 0);
+	MPI_Comm_free(&dup);
 	check_allreduce(MPI_COMM_WORLD, "world", 0, T_I32, 100, 1);
 	for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++) {
 		check_alltoall(MPI_COMM_WORLD, blocks[i], 0);
@@ -624,9 +674,9 @@ int main(int argc, char **argv)
 	check_typed();
 	check_many(many);
 	check_fallbacks();
+	check_orders();
 	check_comms();
 
-	MPI_Comm_free(&dup);
 	printf("emunic-mpi-colls: rank %d: %d checks, %d failed\n", rank, checks, failed);
 	MPI_Finalize();
 	return failed ? 1 : 0;
