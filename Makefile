@@ -108,6 +108,15 @@ test: deps
 	@$(MAKE) --no-print-directory SAN=1 all
 	@$(PYTHON) -m pytest -q --durations=25 $(sort $(wildcard tests/test_*.py)) tests/soak $(PYTEST_ARGS)
 
+# Pictures shaped like the seed papers' figures (plots/): one short benchmark
+# run over rxe (in the guest when this host has no RDMA; ~100 s of benchmarks
+# under TCG) into build/plots/csv, then build/plots/*.png drawn here with
+# gnuplot.  PLOTS_CSV=DIR draws from an earlier run (no benchmark);
+# PLOTS_FORMAT=svg draws SVG.
+plots: deps
+	@$(if $(PLOTS_CSV),,$(MAKE) --no-print-directory all)
+	@PYTHON=$(PYTHON) plots/plots.sh
+
 # The loss soak between two guests (tests/soak) at full length: 50,000
 # messages at 2% loss (`make test` runs 4,000, last, after the two-guest tests).
 soak: deps
@@ -117,5 +126,5 @@ soak: deps
 clean:
 	rm -rf build/obj build/lib build/bin build/san build/hdrcheck
 
-.PHONY: all deps guest demo test soak clean hdrcheck
+.PHONY: all deps guest demo test soak plots clean hdrcheck
 .DELETE_ON_ERROR:

@@ -14,6 +14,7 @@ pkgs=(
   qemu-system-x86 busybox-static cpio  # the test guest
   python3-pytest valgrind         # the suite (and valgrind.h, for the core sleeping under it)
   spin                            # the Promela model checker: spec/, tests/test_spec.py
+  gnuplot-nox                     # make plots: the pictures (plots/plot.py)
 )
 missing=()
 for p in "${pkgs[@]}"; do
