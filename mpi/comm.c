@@ -74,6 +74,29 @@ int mpi_comm_keyval_init(void)
 	return PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_fn, &mpi_g.keyval, NULL);
 }
 
+/* Whether every rank of comm is in this MPI_COMM_WORLD: the settings and
+ * the device were agreed within it only.  Each rank finds the same. */
+static bool within_world(MPI_Comm comm, int size)
+{
+	MPI_Group g, w;
+	int *in = malloc(2 * (size_t)size * sizeof(int)), ok = in != NULL;
+
+	if (!ok || PMPI_Comm_group(comm, &g) != MPI_SUCCESS) {
+		free(in);
+		return false;
+	}
+	PMPI_Comm_group(MPI_COMM_WORLD, &w);
+	for (int i = 0; i < size; i++)
+		in[i] = i;
+	PMPI_Group_translate_ranks(g, size, in, w, in + size);
+	for (int i = 0; i < size; i++)
+		ok = ok && in[size + i] != MPI_UNDEFINED;
+	PMPI_Group_free(&g);
+	PMPI_Group_free(&w);
+	free(in);
+	return ok;
+}
+
 /* Why comm cannot offload whatever the ranks agree (NULL: it may);
  * congruent: it would use the world's device.  The same on every rank. */
 static const char *why_not(MPI_Comm comm, bool *congruent)
@@ -89,6 +112,8 @@ static const char *why_not(MPI_Comm comm, bool *congruent)
 	PMPI_Comm_size(comm, &size);
 	if (!*congruent && size < 2)
 		return "a communicator of one rank";
+	if (!*congruent && !within_world(comm, size))
+		return "it spans more than one MPI_COMM_WORLD (spawned or connected processes)";
 	return NULL;
 }
 
@@ -169,7 +194,8 @@ static int create_colls(struct mpi_comm *mc)
 	return r;
 }
 
-/* Whether every rank of comm has room for one more offloading communicator. */
+/* Whether this rank has room for one more communicator with objects (the
+ * ranks then agree). */
 static bool room(bool congruent)
 {
 	return mpi_g.ncomms < mpi_g.max_comms && !(congruent && mpi_g.world_out_of_step);
@@ -178,7 +204,7 @@ static bool room(bool congruent)
 void mpi_comm_setup(MPI_Comm comm)
 {
 	struct mpi_comm *mc;
-	struct mpi_dev own;
+	struct mpi_dev scratch;		/* where this rank has no state: it still takes part */
 	bool congruent, mine;
 	const char *why = why_not(comm, &congruent);
 
@@ -196,14 +222,14 @@ void mpi_comm_setup(MPI_Comm comm)
 		}
 		mc->dev = mpi_g.world.dev;
 	} else {
-		/* Agreed inside; a rank without room fails its open at once. */
-		if (mpi_dev_open(comm, mine, &own)) {
+		/* Agreed inside; a rank without room fails its open at once.
+		 * Opened in place: the boot keeps the channel's address. */
+		if (mpi_dev_open(comm, mine, mc ? &mc->own : &scratch)) {
 			why = "no device over its ranks (see the lines above), or no room on some rank "
 				"(EMUNIC_MPI_COMMS communicators offload already, or no memory)";
 			goto out;
 		}
-		mc->own = own;
-		mc->dev = own.dev;
+		mc->dev = mc->own.dev;
 	}
 	if (!mpi_dev_agree(comm, !create_colls(mc))) {
 		destroy_colls(mc);
@@ -221,6 +247,13 @@ void mpi_comm_setup(MPI_Comm comm)
 out:
 	if (mc && why)
 		mc->why = why;
+	pthread_mutex_unlock(&mpi_g.lock);
+}
+
+void mpi_comm_mark(MPI_Comm comm, const char *why)
+{
+	pthread_mutex_lock(&mpi_g.lock);
+	comm_new(comm, why);
 	pthread_mutex_unlock(&mpi_g.lock);
 }
 

@@ -8,10 +8,17 @@
  */
 #include "mpi/mpi_int.h"
 
-/* After a call that made *out (MPI_COMM_NULL on a rank not in it). */
+/* After a call that made *out (MPI_COMM_NULL on a rank not in it).  Under
+ * MPI_THREAD_MULTIPLE two threads may each be making one, in different
+ * orders on different ranks, and setup's agreements (under the lock) would
+ * wait for each other across ranks: such communicators stay MPI's. */
 static int made(int e, const MPI_Comm *out)
 {
-	if (e == MPI_SUCCESS && mpi_g.on && *out != MPI_COMM_NULL)
+	if (e != MPI_SUCCESS || !mpi_g.on || *out == MPI_COMM_NULL)
+		return e;
+	if (mpi_g.concurrent)
+		mpi_comm_mark(*out, "made under MPI_THREAD_MULTIPLE, where communicators may be made concurrently");
+	else
 		mpi_comm_setup(*out);
 	return e;
 }

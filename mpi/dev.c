@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * An emunic device over a communicator's ranks: a custom emunic_boot whose
- * exchange is PMPI_Allgather on a private dup of the communicator (no PMIx
+ * exchange is PMPI_Allgather on a private copy of the communicator (no PMIx
  * needed, and never in the way of the program's own traffic), then
  * emunic_dev_open.  MPI_COMM_WORLD gets one at MPI_Init; any other group,
  * when the call that makes its communicator returns (comm.c).
@@ -69,11 +69,16 @@ int mpi_dev_open(MPI_Comm comm, bool mine, struct mpi_dev *d)
 	int rank = 0, size = 1, r = mine ? 0 : -ECANCELED;
 
 	*d = (struct mpi_dev){ .comm = MPI_COMM_NULL };
-	if (PMPI_Comm_dup(comm, &d->comm) != MPI_SUCCESS)
-		return -ENOMEM;
-	PMPI_Comm_set_name(d->comm, "emunic-mpi");
 	PMPI_Comm_rank(comm, &rank);
 	PMPI_Comm_size(comm, &size);
+	/* A split, not a dup: a dup would run the program's attribute copy
+	 * callbacks (and its free their delete ones) under our lock.  Errors
+	 * on it end the job: a rank that returned from a round early would
+	 * leave the others in it. */
+	if (PMPI_Comm_split(comm, 0, rank, &d->comm) != MPI_SUCCESS)
+		return -ENOMEM;
+	PMPI_Comm_set_errhandler(d->comm, MPI_ERRORS_ARE_FATAL);
+	PMPI_Comm_set_name(d->comm, "emunic-mpi");
 	if (!r)
 		r = emunic_boot_init_custom(rank, size, boot_allgather, &d->comm, &d->boot);
 	if (!r)

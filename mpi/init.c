@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { NSET = 4 };
+enum { NSET = 5 };
 
 /* An integer variable in [lo, hi]; a bad one is named and the default kept. */
 static long long env_num(const char *name, long long lo, long long hi, long long dflt)
@@ -57,7 +57,7 @@ static int has_device(void)
  * offloads): the lowest over the ranks, a difference said. */
 static void agree_settings(long long *v, const char *const *name, int n)
 {
-	long long in[2 * NSET], out[2 * NSET];
+	long long in[2 * NSET], out[2 * NSET] = { 0 };
 
 	for (int i = 0; i < n; i++)
 		in[i] = v[i], in[n + i] = -v[i];
@@ -73,8 +73,11 @@ static void agree_settings(long long *v, const char *const *name, int n)
 static void setup(void)
 {
 	static const char *const name[NSET] = { "EMUNIC_MPI (or the attribute)", "EMUNIC_MPI_BLOCKING",
-						"EMUNIC_MPI_MAX_BYTES", "EMUNIC_MPI_COMMS" };
+						"EMUNIC_MPI_MAX_BYTES", "EMUNIC_MPI_COMMS",
+						"the thread level (1: below MPI_THREAD_MULTIPLE)" };
 	long long v[NSET];
+	int level = MPI_THREAD_SINGLE;
+	bool keyval;
 
 	PMPI_Comm_rank(MPI_COMM_WORLD, &mpi_g.rank);
 	emunic_log_set_rank(mpi_g.rank);
@@ -84,7 +87,10 @@ static void setup(void)
 	v[1] = env_num("EMUNIC_MPI_BLOCKING", 0, 1, 0);
 	v[2] = env_num("EMUNIC_MPI_MAX_BYTES", 0, 1 << 30, 1 << 20);
 	v[3] = env_num("EMUNIC_MPI_COMMS", 1, 1 << 20, 4);
-	if (v[0] && mpi_comm_keyval_init() != MPI_SUCCESS) {
+	PMPI_Query_thread(&level);
+	v[4] = level < MPI_THREAD_MULTIPLE;
+	keyval = v[0] && mpi_comm_keyval_init() == MPI_SUCCESS;
+	if (v[0] && !keyval) {
 		mpi_say("cannot make its communicator attribute");
 		v[0] = 0;
 	}
@@ -92,7 +98,10 @@ static void setup(void)
 	mpi_g.blocking = v[1];
 	mpi_g.max_bytes = (size_t)v[2];
 	mpi_g.max_comms = (unsigned)v[3];
+	mpi_g.concurrent = !v[4];
 	if (!v[0]) {
+		if (keyval)
+			PMPI_Comm_free_keyval(&mpi_g.keyval);
 		if (mpi_g.verbose)
 			mpi_say("EMUNIC_MPI=0: every collective stays MPI's");
 		return;
@@ -102,6 +111,7 @@ static void setup(void)
 	if (mpi_dev_open(MPI_COMM_WORLD, has_device(), &mpi_g.world)) {
 		mpi_say("%severy collective stays MPI's%s", has_device() ? "" : "no RDMA device here: ",
 			has_device() ? "" : " (see emunic-info)");
+		PMPI_Comm_free_keyval(&mpi_g.keyval);
 		return;
 	}
 	mpi_g.on = true;

@@ -83,6 +83,8 @@ struct mpi_state {
 	int rank;			/* in MPI_COMM_WORLD */
 	struct mpi_dev world;
 	bool verbose, blocking;
+	bool concurrent;		/* MPI_THREAD_MULTIPLE on some rank: communicators
+					 * may be made concurrently, so none gets objects */
 	size_t max_bytes;		/* EMUNIC_MPI_MAX_BYTES */
 	int timeout_ms;			/* EMUNIC_MPI_TIMEOUT_MS: bound on a wait */
 	int keyval;			/* a communicator's struct mpi_comm */
@@ -106,7 +108,7 @@ void mpi_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 long long mpi_now_ms(void);
 
 /* dev.c.  Opens a device over comm's ranks, bootstrapped through PMPI on
- * a private dup of comm: collective over comm; every rank agrees on the
+ * a private copy of comm: collective over comm; every rank agrees on the
  * result (0, or the failure, said), so none is left in an exchange, even
  * when a rank fails before its first.  !mine: this rank fails it. */
 int mpi_dev_open(MPI_Comm comm, bool mine, struct mpi_dev *d);
@@ -124,6 +126,8 @@ const char *mpi_dtype_calc(MPI_Datatype type, MPI_Op op, int *et, int *eo);
  * where MPI is (MPI_Init for MPI_COMM_WORLD, commnew.c for the others);
  * every rank agrees.  Takes the lock. */
 void mpi_comm_setup(MPI_Comm comm);
+/* Gives comm a why and no objects, without any collective.  Takes the lock. */
+void mpi_comm_mark(MPI_Comm comm, const char *why);
 /* The communicator's state (made at first sight for one not seen made,
  * with a why; NULL only without memory).  Lock held. */
 struct mpi_comm *mpi_comm_get(MPI_Comm comm);

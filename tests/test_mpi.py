@@ -135,6 +135,18 @@ def test_ranks_that_disagree_all_fall_back(rxe, case):
         assert all(c[k][0] == 0 for k in KINDS), out
 
 
+def test_thread_multiple_leaves_new_communicators_to_mpi(rxe):
+    """Under MPI_THREAD_MULTIPLE two threads may make communicators at once,
+    in other orders on other ranks, and the agreements that give one its
+    objects would wait for each other: only MPI_COMM_WORLD offloads, every
+    other communicator falls back, named, with the same results."""
+    rc, out = mpirun(rxe, 2, env=["EMUNIC_MPI_VERBOSE=1"], args="--thread-multiple")
+    assert rc == 0, out
+    assert results(out, 2) == plain_results(rxe, 2)
+    assert "MPI_Ibcast on a communicator falls back to MPI: made under MPI_THREAD_MULTIPLE" in out, out
+    assert counts(out, 2)["iallreduce"][0] > 0, out
+
+
 def test_blocking_forms_many_in_flight_and_a_size_limit(rxe):
     """EMUNIC_MPI_BLOCKING=1 offloads MPI_Bcast & co. too; 40 allreduces in
     flight (emunic takes three: the rest queue and post in order); messages

@@ -612,15 +612,19 @@ int main(int argc, char **argv)
 		{ 9, T_U8 }, { 10, T_DI }, { 11, T_2I }, { 11, T_FI }, { 10, T_SI }, { 11, T_LI },
 	};
 	int many = 10, missing = argc == 2 && !strcmp(argv[1], "--missing");
+	int multiple = argc == 2 && !strcmp(argv[1], "--thread-multiple"), level;
 	MPI_Comm dup;
 
 	if (argc == 3 && !strcmp(argv[1], "--many"))
 		many = atoi(argv[2]);
-	else if (argc != 1 && !missing) {
-		fprintf(stderr, "usage: emunic-mpi-colls [--many N | --missing]\n");
+	else if (argc != 1 && !missing && !multiple) {
+		fprintf(stderr, "usage: emunic-mpi-colls [--many N | --missing | --thread-multiple]\n");
 		return 2;
 	}
-	MPI_Init(&argc, &argv);
+	if (multiple)
+		MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &level);
+	else
+		MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	if (missing) {
