@@ -90,6 +90,29 @@ static const struct emunic_boot_ops pmix_ops = {
 	.fini = pmix_fini,
 };
 
+/* PMIx knows the ranks on this node: where the device pins its core and how
+ * long a waiter assists depend on them (emunic-run sets the same variables;
+ * a value already set wins). */
+static void set_local_ranks(const pmix_proc_t *me, const pmix_proc_t *job)
+{
+	pmix_value_t *v;
+	char s[16];
+
+	/* The standard's types: uint16 for the rank, uint32 for the size. */
+	if (PMIx_Get(me, PMIX_LOCAL_RANK, NULL, 0, &v) == PMIX_SUCCESS) {
+		snprintf(s, sizeof(s), "%u", (unsigned)v->data.uint16);
+		if (v->type == PMIX_UINT16)
+			setenv("EMUNIC_LOCAL_RANK", s, 0);
+		PMIX_VALUE_RELEASE(v);
+	}
+	if (PMIx_Get(job, PMIX_LOCAL_SIZE, NULL, 0, &v) == PMIX_SUCCESS) {
+		snprintf(s, sizeof(s), "%u", (unsigned)v->data.uint32);
+		if (v->type == PMIX_UINT32)
+			setenv("EMUNIC_LOCAL_SIZE", s, 0);
+		PMIX_VALUE_RELEASE(v);
+	}
+}
+
 int emunic_boot_pmix_init(struct emunic_boot *b)
 {
 	struct pmix_boot *p = calloc(1, sizeof(*p));
@@ -115,6 +138,7 @@ int emunic_boot_pmix_init(struct emunic_boot *b)
 	}
 	b->size = (int)v->data.uint32;
 	PMIX_VALUE_RELEASE(v);
+	set_local_ranks(&p->me, &job);
 	b->rank = (int)p->me.rank;
 	b->priv = p;
 	b->ops = &pmix_ops;

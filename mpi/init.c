@@ -70,6 +70,27 @@ static void agree_settings(long long *v, const char *const *name, int n)
 	}
 }
 
+/* The ranks on this node (MPI_COMM_TYPE_SHARED), for where the device
+ * pins its core and how long a waiter assists (emunic-run and PMIx set
+ * these themselves; a value already set wins). */
+static void set_local_ranks(void)
+{
+	MPI_Comm node;
+	int rank, size;
+	char v[16];
+
+	if (getenv("EMUNIC_LOCAL_SIZE") ||
+	    PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+		return;
+	PMPI_Comm_rank(node, &rank);
+	PMPI_Comm_size(node, &size);
+	PMPI_Comm_free(&node);
+	snprintf(v, sizeof(v), "%d", rank);
+	setenv("EMUNIC_LOCAL_RANK", v, 0);
+	snprintf(v, sizeof(v), "%d", size);
+	setenv("EMUNIC_LOCAL_SIZE", v, 0);
+}
+
 static void setup(void)
 {
 	static const char *const name[NSET] = { "EMUNIC_MPI (or the attribute)", "EMUNIC_MPI_BLOCKING",
@@ -106,6 +127,7 @@ static void setup(void)
 			mpi_say("EMUNIC_MPI=0: every collective stays MPI's");
 		return;
 	}
+	set_local_ranks();
 	/* Every rank takes part in the open, one without a device failing
 	 * it at once, so none is left inside an exchange. */
 	if (mpi_dev_open(MPI_COMM_WORLD, has_device(), &mpi_g.world)) {
@@ -116,8 +138,11 @@ static void setup(void)
 	}
 	mpi_g.on = true;
 	if (mpi_g.verbose)
-		mpi_say("offloading collectives on %s (max %zu bytes, %s forms)", emunic_dev_name(mpi_g.world.dev),
-			mpi_g.max_bytes, mpi_g.blocking ? "nonblocking and blocking" : "nonblocking");
+		mpi_say("offloading collectives on %s (max %zu bytes, %s forms; local rank %s of %s)",
+			emunic_dev_name(mpi_g.world.dev), mpi_g.max_bytes,
+			mpi_g.blocking ? "nonblocking and blocking" : "nonblocking",
+			getenv("EMUNIC_LOCAL_RANK") ? getenv("EMUNIC_LOCAL_RANK") : "?",
+			getenv("EMUNIC_LOCAL_SIZE") ? getenv("EMUNIC_LOCAL_SIZE") : "?");
 	mpi_comm_setup(MPI_COMM_WORLD);
 }
 

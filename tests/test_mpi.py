@@ -91,6 +91,9 @@ def test_same_results_with_and_without_the_interposer(rxe, n):
                 "falls back to MPI: an intercommunicator"):
         assert pre.count(why) == n, (why, pre)
     assert "offloading collectives on rxe" in pre, pre
+    # The ranks on this node (MPI_COMM_TYPE_SHARED), for the core's CPU and the waiters' assist.
+    assert sorted(re.findall(r"offloading collectives on rxe.*local rank (\d+) of %d\)" % n, pre)) == \
+        [str(i) for i in range(n)], pre
     # The orders a lazily connecting interposer stalls on were offloaded
     # (a collective before a send its peer receives first; two communicators
     # started in opposite orders): no other fallback, nothing failed.

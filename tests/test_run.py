@@ -112,6 +112,8 @@ def test_pmix_launch_under_open_mpi(rxe):
                       % (MPI_ENV, BT), timeout=120)
     assert rc == 0, out
     assert out.count("via pmix: 4 exchanges ok") == 3, out
+    # PMIx names the ranks on this node, for the core's CPU and the waiters' assist.
+    assert sorted(re.findall(r"via pmix: 4 exchanges ok, local rank (\d) of 3", out)) == ["0", "1", "2"], out
 
 
 def test_pmix_datapath_under_open_mpi(rxe):
