@@ -20,15 +20,33 @@
 
 enum { R_FAILED = -1, R_DONE = 0, R_EXCHANGE = 1 };
 
+int mpi_min_max(MPI_Comm comm, const long long *v, int n, long long *lo, long long *hi)
+{
+	long long in[2 * MPI_MINMAX_N], out[2 * MPI_MINMAX_N];
+
+	if (n < 1 || n > MPI_MINMAX_N)
+		return -EINVAL;
+	for (int i = 0; i < n; i++)
+		in[i] = v[i], in[n + i] = -v[i];	/* the highest is minus the lowest negative */
+	if (PMPI_Allreduce(in, out, 2 * n, MPI_LONG_LONG, MPI_MIN, comm) != MPI_SUCCESS)
+		return -EIO;
+	for (int i = 0; i < n; i++) {
+		lo[i] = out[i];
+		if (hi)
+			hi[i] = -out[n + i];
+	}
+	return 0;
+}
+
 /* One round: the lowest and highest state over the ranks. */
 static int round_states(MPI_Comm comm, int state, int *lo, int *hi)
 {
-	int in[2] = { state, -state }, out[2];
+	long long v = state, l, h;
 
-	if (PMPI_Allreduce(in, out, 2, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
+	if (mpi_min_max(comm, &v, 1, &l, &h))
 		return -EIO;
-	*lo = out[0];
-	*hi = -out[1];
+	*lo = (int)l;
+	*hi = (int)h;
 	return 0;
 }
 
@@ -59,9 +77,9 @@ static bool open_agreed(MPI_Comm comm, int r)
 
 bool mpi_dev_agree(MPI_Comm comm, bool mine)
 {
-	int in = mine, all = 0;
+	long long v = mine, all = 0;
 
-	return PMPI_Allreduce(&in, &all, 1, MPI_INT, MPI_MIN, comm) == MPI_SUCCESS && all;
+	return !mpi_min_max(comm, &v, 1, &all, NULL) && all;
 }
 
 int mpi_dev_open(MPI_Comm comm, bool mine, struct mpi_dev *d)

@@ -24,6 +24,7 @@
 #include <string.h>
 
 enum { NSET = 5 };
+_Static_assert((int)NSET <= (int)MPI_MINMAX_N, "the settings fit one mpi_min_max");
 
 /* An integer variable in [lo, hi]; a bad one is named and the default kept. */
 static long long env_num(const char *name, long long lo, long long hi, long long dflt)
@@ -57,16 +58,16 @@ static int has_device(void)
  * offloads): the lowest over the ranks, a difference said. */
 static void agree_settings(long long *v, const char *const *name, int n)
 {
-	long long in[2 * NSET], out[2 * NSET] = { 0 };
+	long long lo[NSET], hi[NSET];
 
-	for (int i = 0; i < n; i++)
-		in[i] = v[i], in[n + i] = -v[i];
-	if (PMPI_Allreduce(in, out, 2 * n, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS)
-		out[0] = 0;		/* off */
+	if (mpi_min_max(MPI_COMM_WORLD, v, n, lo, hi)) {
+		v[0] = 0;		/* off */
+		return;
+	}
 	for (int i = 0; i < n; i++) {
-		if (out[i] != -out[n + i] && v[i] != out[i])
-			mpi_say("%s differs between ranks: using the lowest, %lld", name[i], out[i]);
-		v[i] = out[i];
+		if (lo[i] != hi[i] && v[i] != lo[i])
+			mpi_say("%s differs between ranks: using the lowest, %lld", name[i], lo[i]);
+		v[i] = lo[i];
 	}
 }
 

@@ -115,6 +115,10 @@ int mpi_dev_open(MPI_Comm comm, bool mine, struct mpi_dev *d);
 void mpi_dev_close(struct mpi_dev *d);
 /* True when mine is true on every rank of comm (collective). */
 bool mpi_dev_agree(MPI_Comm comm, bool mine);
+/* The lowest (lo) and highest (hi, unless NULL) of each of n <= MPI_MINMAX_N
+ * values over comm's ranks, in one allreduce (collective); -EIO if it failed. */
+enum { MPI_MINMAX_N = 8 };
+int mpi_min_max(MPI_Comm comm, const long long *v, int n, long long *lo, long long *hi);
 
 /* dtype.c.  NULL when count elements of type are contiguous bytes emunic can
  * move (a predefined type without gaps), else why not; *bytes their size. */

@@ -6,7 +6,7 @@ import shutil
 import subprocess
 import sys
 
-from benchdata import size_label
+from benchdata import Targets, size_label
 
 
 class ToolError(Exception):
@@ -34,6 +34,14 @@ class Figure:
         self.name, self.title, self.layout, self.size, self.fmt = name, title, layout, size, fmt
         self.data, self.panels, self.sources, self.notes = [], [], [], []
         self.targets = []       # Targets objects drawn from
+
+    def use(self, table):
+        """Draws from TABLE: its CSV goes in the caption's sources, the
+        targets its benchmark printed are read; returns those targets."""
+        tg = Targets(table.out_path())
+        self.sources.append(table.path)
+        self.targets.append(tg)
+        return tg
 
     def add_data(self, name, rows):
         self.data.append(block(name, rows))

@@ -47,8 +47,7 @@ def fig_barrier_latency(d, fmt):
     impls = impl_order({i for t in bars.values() for i in t.impls})
     for t in bars.values():
         t.need_impl("ptp")
-        f.sources.append(t.path)
-        f.targets.append(Targets(t.out_path()))
+        f.use(t)
     data = {}
     for k, impl in enumerate(impls):
         rows = []
@@ -107,8 +106,7 @@ def fig_cpu_availability(d, fmt):
                (1, 3), (1500, 600), fmt)
     impls = impl_order({i for t in bars.values() for i in t.impls})
     for t in bars.values():
-        f.sources.append(t.path)
-        f.targets.append(Targets(t.out_path()))
+        f.use(t)
     for k, impl in enumerate(impls):
         rows = []
         for n in ranks:
@@ -165,11 +163,9 @@ def fig_cpu_availability(d, fmt):
 
 def fig_rendezvous(d, fmt):
     t = Table(os.path.join(d, "p2p.csv"), "p2p")
-    tg = Targets(t.out_path())
     f = Figure("03-rendezvous", "Overhead and latency of the rendezvous variants: a ping-pong, rank 0's medians  "
                "[seed 000 figs. 4-5]", (2, 2), (1400, 1000), fmt)
-    f.sources.append(t.path)
-    f.targets.append(tg)
+    tg = f.use(t)
     t.need_impl("host")
     sizes = t.suffixes("latency")
     impls = impl_order(t.impls, first=("host",))
@@ -206,11 +202,9 @@ def fig_rendezvous(d, fmt):
 
 def fig_rdrp(d, fmt):
     t = Table(os.path.join(d, "rndv.csv"), "rndv")
-    tg = Targets(t.out_path())
     f = Figure("04-rdrp-slow-receiver", "Chunked receiver-driven rendezvous (RDRP) vs one get a message, "
                "fast and slow receiver  [seed 004 figs. 5-6]", (2, 2), (1400, 1000), fmt)
-    f.sources.append(t.path)
-    f.targets.append(tg)
+    tg = f.use(t)
     t.need_impl("single")
     sizes = t.suffixes("throughput")
     impls = impl_order(t.impls, first=("single",))
@@ -307,8 +301,7 @@ def fig_connections(d, fmt):
     for n in ranks:
         conns[n].need_impl("static")
         conns[n].need_impl("on-demand")
-        f.sources.append(conns[n].path)
-        f.targets.append(Targets(conns[n].out_path()))
+        f.use(conns[n])
     big = conns[ranks[-1]]
     pats = [p for p in CONN_PATTERNS if ("static", p + "_qps_max") in big.values]
     if not pats:
@@ -380,9 +373,7 @@ def fig_collectives(d, fmt):
             t = ts[min(ts)]
         t.need_impl("ptp")
         t.need_impl("mq")
-        tg = Targets(t.out_path())
-        f.sources.append(t.path)
-        f.targets.append(tg)
+        tg = f.use(t)
         sizes = t.suffixes("%s_latency" % c)
         rows = []
         for s in sizes:
