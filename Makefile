@@ -39,9 +39,17 @@ MPI_LIBS   := $(shell pkg-config --libs ompi-c 2>/dev/null)
 MPI_OBJS   := $(patsubst %.c,$(O)/obj/%.o,$(sort $(wildcard mpi/*.c)))
 MPI_ALL    := $(if $(and $(MPI_CFLAGS),$(if $(SAN),,y)),$(O)/lib/libemunic-mpi.so \
               $(patsubst tests/mpi/%.c,$(O)/bin/%,$(wildcard tests/mpi/*.c)))
+# The same interposer and programs for MPICH (libmpich-dev), compiled apart:
+# MPICH's handles are integers where Open MPI's are pointers, its constants
+# other values, so one binary cannot serve both.
+MPICH_CFLAGS := $(shell pkg-config --cflags mpich 2>/dev/null)
+MPICH_LIBS   := $(shell pkg-config --libs mpich 2>/dev/null)
+MPICH_OBJS   := $(patsubst %.c,$(O)/obj/mpich/%.o,$(sort $(wildcard mpi/*.c)))
+MPICH_ALL    := $(if $(and $(MPICH_CFLAGS),$(if $(SAN),,y)),$(O)/lib/libemunic-mpich.so \
+                $(patsubst tests/mpi/%.c,$(O)/bin/%.mpich,$(wildcard tests/mpi/*.c)))
 HEADERS   := $(wildcard include/*.h include/*/*.h emunic/*.h emunic/*/*.h engines/*/*.h shim/*.h baseline/*.h)
 
-all: $(O)/lib/libemunic.a $(O)/lib/libemunic.so $(TOOLS) $(TESTBINS) $(MPI_ALL)
+all: $(O)/lib/libemunic.a $(O)/lib/libemunic.so $(TOOLS) $(TESTBINS) $(MPI_ALL) $(MPICH_ALL)
 
 $(O)/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -86,6 +94,21 @@ $(O)/lib/libemunic-mpi.so: $(MPI_OBJS) $(LIB_OBJS) mpi/exports.map
 $(O)/bin/%: tests/mpi/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(MPI_CFLAGS) $(LDFLAGS) -o $@ $< $(MPI_LIBS)
+
+$(O)/obj/mpich/mpi/%.o: mpi/%.c mpi/mpi_int.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(MPICH_CFLAGS) -c $< -o $@
+
+$(O)/lib/libemunic-mpich.so: $(MPICH_OBJS) $(LIB_OBJS) mpi/exports.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(LDFLAGS) -Wl,--version-script=mpi/exports.map -o $@ $(MPICH_OBJS) $(LIB_OBJS) \
+		$(LDLIBS) $(MPICH_LIBS)
+
+# MPICH's MPI_STATUSES_IGNORE is (MPI_Status *)1: gcc 12 takes it for a
+# zero-size region its Waitall writes (a false -Wstringop-overflow).
+$(O)/bin/%.mpich: tests/mpi/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Wno-stringop-overflow $(MPICH_CFLAGS) $(LDFLAGS) -o $@ $< $(MPICH_LIBS)
 
 # Every public header compiles on its own.
 hdrcheck: $(patsubst include/%.h,$(O)/hdrcheck/%.o,$(wildcard include/*.h include/*/*.h))

@@ -232,7 +232,7 @@ class Guest:
                     stream.write(data.decode(errors="replace"))
                     stream.flush()
 
-        while not os.path.exists(p("rc")):
+        while not done(p("rc")):
             pump()
             if self.proc.poll() is not None:
                 raise GuestError("%s died while running job %s\n%s" % (self.name, jid, self.logs()))
@@ -244,7 +244,7 @@ class Guest:
         pump()
         with open(p("rc")) as f:
             rc = int(f.read().strip() or 255)
-        for ext in ("cwd", "timeout", "running", "out", "rc"):
+        for ext in ("cwd", "timeout", "job", "out", "rc"):
             try:
                 os.unlink(p(ext))
             except FileNotFoundError:
@@ -253,6 +253,16 @@ class Guest:
 
     def run(self, cmd, timeout=600, cwd=None, env=None, stream=None):
         return self.wait(self.submit(cmd, timeout, cwd, env), stream)
+
+
+def done(rc_path):
+    """A job's status is written in one write ending in a newline (agent.sh);
+    until that has landed the file may be missing or empty."""
+    try:
+        with open(rc_path) as f:
+            return f.read().endswith("\n")
+    except FileNotFoundError:
+        return False
 
 
 class GuestPair:

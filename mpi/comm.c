@@ -21,6 +21,7 @@
  */
 #include "mpi/mpi_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 static void destroy_colls(struct mpi_comm *mc)
@@ -125,6 +126,7 @@ static struct mpi_comm *comm_new(MPI_Comm comm, const char *why)
 	if (!mc)
 		return NULL;
 	mc->comm = comm;
+	snprintf(mc->label, sizeof(mc->label), "communicator 0x%x", (unsigned)PMPI_Comm_c2f(comm));
 	mc->own.comm = MPI_COMM_NULL;
 	mc->why = why;
 	PMPI_Comm_rank(comm, &mc->rank);

@@ -39,6 +39,10 @@ struct mpi_dev {
 /* A communicator's emunic side: made with the communicator (comm.c). */
 struct mpi_comm {
 	MPI_Comm comm;
+	/* "communicator 0x..." (its Fortran handle, which Open MPI's pointers
+	 * and MPICH's integers both have), for lines the pump thread says too,
+	 * where no MPI call may be made. */
+	char label[32];
 	const char *why;		/* not NULL: it never offloads, because */
 	int rank, size;
 	struct emunic_dev *dev;		/* MPI_COMM_WORLD's, or own.dev */
@@ -74,6 +78,7 @@ struct mpi_req {
 	enum mpi_req_state state;
 	int err;			/* once done: 0 or emunic's negative errno */
 	bool told;			/* MPI_Grequest_complete called */
+	bool fn_freed;			/* free_fn ran before it was complete (MPICH) */
 	struct mpi_req *next;		/* live requests, in posting order */
 };
 
@@ -167,5 +172,9 @@ void mpi_req_wait_step(int n, const MPI_Request *reqs, long long since);
  * waited within the bound, the rest abandoned (named).  Lock held. */
 void mpi_req_drain(struct mpi_comm *mc);
 void mpi_req_fini(void);
+/* MPI_Request_free on h: true (said) when h is one of ours: erroneous for a
+ * nonblocking collective (MPI-3.1 5.12), refused as Open MPI and MPICH
+ * refuse theirs.  Takes the lock. */
+bool mpi_req_refuse_free(MPI_Request h);
 
 #endif

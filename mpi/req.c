@@ -50,8 +50,8 @@ static void finish(struct mpi_req *r, int err)
 	if (err && r->mc && !r->mc->broken[r->a.kind])
 		r->mc->broken[r->a.kind] = err;
 	if (err && r->mc)
-		mpi_say("%s on communicator %p failed: %s (emunic's lines above name the peer): its MPI "
-			"request completes with MPI_ERR_OTHER", mpi_kind_name(r->a.kind), (void *)r->mc->comm,
+		mpi_say("%s on %s failed: %s (emunic's lines above name the peer): its MPI "
+			"request completes with MPI_ERR_OTHER", mpi_kind_name(r->a.kind), r->mc->label,
 			strerror(-err));
 	r->state = MR_DONE;
 	r->err = err;
@@ -145,20 +145,35 @@ static int query_fn(void *extra, MPI_Status *st)
 	return r->err ? MPI_ERR_OTHER : MPI_SUCCESS;
 }
 
-static int free_fn(void *extra)
+static void unlink_req(struct mpi_req *r)
 {
-	struct mpi_req *r = extra;
-
-	pthread_mutex_lock(&mpi_g.lock);
 	for (struct mpi_req **p = &mpi_g.reqs; *p; p = &(*p)->next)
 		if (*p == r) {
 			*p = r->next;
 			if (mpi_g.reqs_tail == &r->next)
 				mpi_g.reqs_tail = p;
-			break;
+			return;
 		}
+}
+
+/* Open MPI calls it once the request is complete and freed; MPICH at
+ * MPI_Request_free, complete or not.  Not yet complete: the collective may
+ * still write its buffers and its object expects it done, so r stays on the
+ * list until it is, and mpi_progress frees it then. */
+static int free_fn(void *extra)
+{
+	struct mpi_req *r = extra;
+	bool now;
+
+	pthread_mutex_lock(&mpi_g.lock);
+	now = r->told;
+	if (now)
+		unlink_req(r);
+	else
+		r->fn_freed = true;
 	pthread_mutex_unlock(&mpi_g.lock);
-	free(r);
+	if (now)
+		free(r);
 	return MPI_SUCCESS;
 }
 
@@ -211,7 +226,8 @@ bool mpi_req_any(void)
 void mpi_progress(void)
 {
 	MPI_Request done[64];
-	int n = 0;
+	struct mpi_req *gone[64];	/* free_fn ran already: ours to free */
+	int n = 0, ngone = 0;
 
 	pthread_mutex_lock(&mpi_g.lock);
 	pump_locked();
@@ -219,19 +235,40 @@ void mpi_progress(void)
 		if (r->state == MR_DONE && !r->told) {
 			r->told = true;
 			done[n++] = r->mpi;
+			if (r->fn_freed)
+				gone[ngone++] = r;
 		}
+	for (int i = 0; i < ngone; i++)
+		unlink_req(gone[i]);
 	pthread_mutex_unlock(&mpi_g.lock);
-	/* Outside the lock: completing a freed request calls free_fn. */
+	/* Outside the lock: completing a freed request calls free_fn (Open
+	 * MPI).  MPICH wants the completion even after its free_fn ran. */
 	for (int i = 0; i < n; i++)
 		PMPI_Grequest_complete(done[i]);
+	for (int i = 0; i < ngone; i++)
+		free(gone[i]);
 }
 
+/* A freed request's handle may be MPI's again (MPICH reuses them). */
 static struct mpi_req *find(MPI_Request h)
 {
 	for (struct mpi_req *r = mpi_g.reqs; r && h != MPI_REQUEST_NULL; r = r->next)
-		if (r->mpi == h)
+		if (r->mpi == h && !r->fn_freed)
 			return r;
 	return NULL;
+}
+
+bool mpi_req_refuse_free(MPI_Request h)
+{
+	struct mpi_req *r;
+
+	pthread_mutex_lock(&mpi_g.lock);
+	r = find(h);
+	if (r)
+		mpi_say("MPI_Request_free on an %s's request: erroneous for a nonblocking collective (MPI-3.1 "
+			"5.12); refused with MPI_ERR_REQUEST, the request left as it was", mpi_kind_name(r->a.kind));
+	pthread_mutex_unlock(&mpi_g.lock);
+	return r != NULL;
 }
 
 int mpi_req_pending(int n, const MPI_Request *reqs)
@@ -267,8 +304,8 @@ static void give_up(struct mpi_req *r)
 		finish(r, 0);
 		return;
 	}
-	mpi_say("%s on communicator %p not complete after %d ms (EMUNIC_MPI_TIMEOUT_MS): it fails (%d)",
-		mpi_kind_name(r->a.kind), (void *)r->mc->comm, mpi_g.timeout_ms, e);
+	mpi_say("%s on %s not complete after %d ms (EMUNIC_MPI_TIMEOUT_MS): it fails (%d)",
+		mpi_kind_name(r->a.kind), r->mc->label, mpi_g.timeout_ms, e);
 	finish(r, e);
 }
 

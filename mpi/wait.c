@@ -95,8 +95,14 @@ int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_St
  * until then, as MPI says); MPI frees it once it is completed. */
 int MPI_Request_free(MPI_Request *req)
 {
-	if (mpi_req_any())
+	if (mpi_req_any() && req) {
 		mpi_progress();
+		/* On MPI_COMM_WORLD, as Open MPI raises its own. */
+		if (mpi_req_refuse_free(*req)) {
+			PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_REQUEST);
+			return MPI_ERR_REQUEST;
+		}
+	}
 	return PMPI_Request_free(req);
 }
 

@@ -10,6 +10,7 @@ pkgs=(
   liburing-dev                    # io_uring for the progress core's sleep mode
   libpmix-dev openmpi-bin         # PMIx bootstrap, and a PMIx launcher to test it
   libopenmpi-dev                  # mpi.h: libemunic-mpi.so (the PMPI interposer) and its tests
+  mpich libmpich-dev              # the same interposer for MPICH: libemunic-mpich.so, tests/test_mpich.py
   iproute2 kmod                   # `rdma link`, modinfo (guest image)
   qemu-system-x86 busybox-static cpio  # the test guest
   python3-pytest valgrind         # the suite (and valgrind.h, for the core sleeping under it)

@@ -22,6 +22,19 @@ def test_hung_command_is_killed_and_guest_survives(rxe):
     assert rc == 0 and "still-here" in out
 
 
+def test_a_job_runs_where_it_was_asked_with_its_bound(rxe):
+    """The agent reads a job's directory and time bound from files the host
+    writes without a newline: both must reach the job."""
+    if rxe.where != "guest":
+        pytest.skip("the guest's agent: this host has RDMA, no guest runs")
+    for d in ("/tmp", guestlib.WORK + "/tests"):
+        rc, out = rxe.g.run("pwd", timeout=30, cwd=d)
+        assert rc == 0 and out.strip() == d, (d, out)
+    t0 = time.monotonic()
+    rc, out = rxe.run("sleep 60", timeout=2)
+    assert rc == 124 and time.monotonic() - t0 < 15, out
+
+
 def test_failed_boot_is_reported(monkeypatch, tmp_path):
     """A guest that cannot boot (no kernel) ends with GuestError, no QEMU left behind."""
     monkeypatch.setattr(guestlib, "BUILD", str(tmp_path))

@@ -71,11 +71,10 @@ def counts(out, n):
     return {k: v[0] for k, v in got.items()}
 
 
-@pytest.mark.parametrize("n", [2, 4])
-def test_same_results_with_and_without_the_interposer(rxe, n):
-    rc, pre = mpirun(rxe, n, env=["EMUNIC_MPI_VERBOSE=1"])
-    assert rc == 0, pre
-    assert results(pre, n) == plain_results(rxe, n)
+def check_offloaded(pre, plain, n):
+    """An interposed run against the plain one, whichever MPI: the same
+    results, every kind offloaded but for the named fallbacks."""
+    assert results(pre, n) == plain
     assert len(results(pre, n)) > 80 * n
     c = counts(pre, n)
     for kind in KINDS:
@@ -91,7 +90,8 @@ def test_same_results_with_and_without_the_interposer(rxe, n):
                 "falls back to MPI: an intercommunicator"):
         assert pre.count(why) == n, (why, pre)
     assert "offloading collectives on rxe" in pre, pre
-    # The ranks on this node (MPI_COMM_TYPE_SHARED), for the core's CPU and the waiters' assist.
+    # The ranks on this node (MPI_COMM_TYPE_SHARED: neither mpirun gives
+    # EMUNIC_LOCAL_*), for the core's CPU and the waiters' assist.
     assert sorted(re.findall(r"offloading collectives on rxe.*local rank (\d+) of %d\)" % n, pre)) == \
         [str(i) for i in range(n)], pre
     # The orders a lazily connecting interposer stalls on were offloaded
@@ -100,6 +100,32 @@ def test_same_results_with_and_without_the_interposer(rxe, n):
     assert "falls back to MPI: it has no" not in pre and "object failed" not in pre, pre
     assert not re.search(r"^emunic: rank", pre, re.M), pre	# no error from emunic
     assert len([l for l in results(pre, n) if " in order " in l]) == 3 * n, pre
+
+
+def check_free_refused(pre):
+    """--free-active at 2 ranks: MPI_Request_free on an offloaded
+    collective's request refused, named, the request waited for after."""
+    assert pre.count("MPI_Request_free on an iallreduce: refused 4 of 4, results right") == 2, pre
+    assert pre.count("MPI_Request_free on an iallreduce's request: erroneous for a nonblocking collective") \
+        == 8, pre
+
+
+def check_fault_named(out):
+    """Rank 0's 7th send fails (an allreduce's): named by emunic and by the
+    interposer, and the job ends (not 0, not the timeout's 124)."""
+    assert re.search(r"emunic: rank 0: coll: \w+ \d+: SEND to peer 1 failed: remote access error", out), out
+    assert re.search(r"emunic: rank 1: coll: \w+ \d+: ", out), out	# the peer names it too
+    assert re.search(r"emunic-mpi: rank 0: \w+ on communicator 0x[0-9a-f]+ failed: ", out), out
+
+
+FAULT_ENV = ["EMUNIC_FAULTS=wc:status=REM_ACCESS_ERR,rank=0,op=7,opcode=send", "EMUNIC_MPI_TIMEOUT_MS=10000"]
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_same_results_with_and_without_the_interposer(rxe, n):
+    rc, pre = mpirun(rxe, n, env=["EMUNIC_MPI_VERBOSE=1"])
+    assert rc == 0, pre
+    check_offloaded(pre, plain_results(rxe, n), n)
 
 
 @pytest.mark.parametrize("case", ["comms", "device", "create"])
@@ -136,6 +162,16 @@ def test_ranks_that_disagree_all_fall_back(rxe, case):
         assert "falls back to MPI: an earlier communicator's objects failed on some rank" in out, out
     if case != "comms":
         assert all(c[k][0] == 0 for k in KINDS), out
+
+
+def test_request_free_on_an_offloaded_collective_is_refused(rxe):
+    """MPI_Request_free on a nonblocking collective is erroneous (MPI-3.1
+    5.12): Open MPI refuses its own with MPI_ERR_REQUEST, and the
+    interposer its requests, said, leaving them to be waited for (the
+    program asked for MPI_ERRORS_RETURN)."""
+    rc, pre = mpirun(rxe, 2, args="--free-active")
+    assert rc == 0, pre
+    check_free_refused(pre)
 
 
 def test_thread_multiple_leaves_new_communicators_to_mpi(rxe):
@@ -180,15 +216,11 @@ def test_off_and_bad_settings(rxe):
 
 
 def test_an_injected_fault_ends_the_job_with_a_named_error(rxe):
-    """Rank 0's 7th send fails (an allreduce's): emunic names the peer and
-    the collective, the interposer the request, and MPI's error handler ends
-    the job: a clear exit, no hang."""
-    rc, out = mpirun(rxe, 2, env=["EMUNIC_FAULTS=wc:status=REM_ACCESS_ERR,rank=0,op=7,opcode=send",
-                                  "EMUNIC_MPI_TIMEOUT_MS=10000"], timeout=150)
+    """emunic names the peer and the collective, the interposer the request,
+    and MPI's error handler ends the job: a clear exit, no hang."""
+    rc, out = mpirun(rxe, 2, env=FAULT_ENV, timeout=150)
     assert rc not in (0, 124), out
-    assert re.search(r"emunic: rank 0: coll: \w+ \d+: SEND to peer 1 failed: remote access error", out), out
-    assert re.search(r"emunic: rank 1: coll: \w+ \d+: ", out), out	# the peer names it too
-    assert re.search(r"emunic-mpi: rank 0: \w+ on communicator 0x[0-9a-f]+ failed: ", out), out
+    check_fault_named(out)
     assert "MPI_ERR_OTHER" in out, out
 
 

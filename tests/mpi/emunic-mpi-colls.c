@@ -489,6 +489,36 @@ static void check_many(int many)
 	free(out);
 }
 
+/* --free-active, an erroneous program: MPI_Request_free on an allreduce in
+ * flight (MPI-3.1 5.12: erroneous for a nonblocking collective).  Open MPI
+ * and MPICH both refuse it (MPI_ERR_REQUEST, MPICH MPI_ERR_OTHER), the
+ * request left as it was: under MPI_ERRORS_RETURN the program still waits
+ * for it. */
+static int check_freed(void)
+{
+	long long in, out, want = 0;
+	int bad = 0, refused = 0;
+
+	for (int r = 0; r < size; r++)
+		want += r;
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	for (int k = 0; k < 4; k++) {
+		MPI_Request q;
+		int e;
+
+		in = rank + k;
+		MPI_Iallreduce(&in, &out, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD, &q);
+		e = MPI_Request_free(&q);
+		refused += e != MPI_SUCCESS;
+		if (q != MPI_REQUEST_NULL)
+			MPI_Wait(&q, MPI_STATUS_IGNORE);
+		bad += out != want + (long long)k * size;
+	}
+	printf("emunic-mpi-colls: rank %d: MPI_Request_free on an iallreduce: refused %d of 4, "
+	       "results %s\n", rank, refused, bad ? "WRONG" : "right");
+	return bad;
+}
+
 static void user_sum(void *in, void *inout, int *len, MPI_Datatype *t)
 {
 	(void)t;
@@ -613,12 +643,13 @@ int main(int argc, char **argv)
 	};
 	int many = 10, missing = argc == 2 && !strcmp(argv[1], "--missing");
 	int multiple = argc == 2 && !strcmp(argv[1], "--thread-multiple"), level;
+	int free_active = argc == 2 && !strcmp(argv[1], "--free-active");
 	MPI_Comm dup;
 
 	if (argc == 3 && !strcmp(argv[1], "--many"))
 		many = atoi(argv[2]);
-	else if (argc != 1 && !missing && !multiple) {
-		fprintf(stderr, "usage: emunic-mpi-colls [--many N | --missing | --thread-multiple]\n");
+	else if (argc != 1 && !missing && !multiple && !free_active) {
+		fprintf(stderr, "usage: emunic-mpi-colls [--many N | --missing | --thread-multiple | --free-active]\n");
 		return 2;
 	}
 	if (multiple)
@@ -644,6 +675,12 @@ int main(int argc, char **argv)
 		MPI_Barrier(MPI_COMM_WORLD);
 		MPI_Finalize();
 		return e == MPI_SUCCESS ? 0 : 1;
+	}
+	if (free_active) {
+		int bad = check_freed();
+
+		MPI_Finalize();
+		return bad ? 1 : 0;
 	}
 	MPI_Comm_dup(MPI_COMM_WORLD, &dup);
 

@@ -293,7 +293,9 @@ void bench_cell(double v, int width, const char *fmt)
 		snprintf(buf, sizeof(buf), "-");
 	else
 		snprintf(buf, sizeof(buf), fmt, v);
-	printf("%*s", width, buf);
+	/* A value as wide as its column still gets a space before it, so
+	 * columns never run together (145.09104.19). */
+	printf("%s%*s", (int)strlen(buf) >= width ? " " : "", width, buf);
 }
 
 void bench_size_str(char *buf, size_t len, size_t v)
