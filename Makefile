@@ -23,9 +23,9 @@ endif
 PMIX_CFLAGS := $(shell pkg-config --cflags pmix 2>/dev/null)
 PMIX_LIBS   := $(shell pkg-config --libs pmix 2>/dev/null || echo -lpmix)
 CFLAGS   += $(PMIX_CFLAGS)
-LDLIBS   := -lrdmacm -libverbs -luring $(PMIX_LIBS) -lpthread
+LDLIBS   := -lrdmacm -lmlx5 -libverbs -luring $(PMIX_LIBS) -lpthread
 
-LIB_SRCS  := $(sort $(wildcard emunic/*.c emunic/*/*.c shim/*.c engines/*/*.c baseline/*.c))
+LIB_SRCS  := $(sort $(wildcard emunic/*.c emunic/*/*.c shim/*.c shim/*/*.c engines/*/*.c baseline/*.c))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(O)/obj/%.o)
 BENCH_SRCS := $(sort $(wildcard tools/bench/*.c))
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(O)/obj/%.o)
@@ -47,7 +47,7 @@ MPICH_LIBS   := $(shell pkg-config --libs mpich 2>/dev/null)
 MPICH_OBJS   := $(patsubst %.c,$(O)/obj/mpich/%.o,$(sort $(wildcard mpi/*.c)))
 MPICH_ALL    := $(if $(and $(MPICH_CFLAGS),$(if $(SAN),,y)),$(O)/lib/libemunic-mpich.so \
                 $(patsubst tests/mpi/%.c,$(O)/bin/%.mpich,$(wildcard tests/mpi/*.c)))
-HEADERS   := $(wildcard include/*.h include/*/*.h emunic/*.h emunic/*/*.h engines/*/*.h shim/*.h baseline/*.h)
+HEADERS   := $(wildcard include/*.h include/*/*.h emunic/*.h emunic/*/*.h engines/*/*.h shim/*.h shim/*/*.h baseline/*.h)
 
 all: $(O)/lib/libemunic.a $(O)/lib/libemunic.so $(TOOLS) $(TESTBINS) $(MPI_ALL) $(MPICH_ALL)
 

@@ -4,8 +4,8 @@
 set -euo pipefail
 pkgs=(
   gcc make pkg-config             # build
-  libibverbs-dev librdmacm-dev    # rdma-core: verbs and the connection manager
-  ibverbs-providers rdma-core     # the rxe provider (librxe) and udev rules
+  libibverbs-dev librdmacm-dev    # rdma-core: verbs, the connection manager, mlx5dv.h/libmlx5 (shim/mlx5)
+  ibverbs-providers rdma-core     # the rxe provider (librxe), libmlx5.so.1, udev rules
   ibverbs-utils rdmacm-utils perftest  # ibv_devinfo, rping, ib_write_lat: cross-checks
   liburing-dev                    # io_uring for the progress core's sleep mode
   libpmix-dev openmpi-bin         # PMIx bootstrap, and a PMIx launcher to test it
