@@ -1139,50 +1139,69 @@ static const struct check {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: emunic-run -n 2 emunic-trigtest CHECK\n");
+	fprintf(f, "usage: emunic-run -n 2 emunic-trigtest CHECK...\n"
+		   "  runs each CHECK in turn, each on a device of its own\n");
 	for (size_t i = 0; i < NCHECKS; i++)
 		fprintf(f, "  %-14s %s\n", checks[i].name, checks[i].what);
 }
 
-int main(int argc, char **argv)
+static int find_check(const char *name)
+{
+	for (int i = 0; i < (int)NCHECKS; i++)
+		if (!strcmp(checks[i].name, name))
+			return i;
+	return -1;
+}
+
+/* One check on a device of its own (its trig_entries), then closed, so
+ * several can share one run: one valgrind start-up instead of several. */
+static void run_check(int i)
 {
 	struct emunic_dev_attr attr;
+
+	emunic_dev_attr_init(&attr);
+	attr.trig_entries = checks[i].trig_entries;
+	CHECK(!emunic_dev_open(T->boot, &attr, &T->dev), "emunic_dev_open");
+	memset(T->buf, 0, BUF_LEN);
+	CHECK(!emunic_mr_reg(T->dev, T->buf, BUF_LEN, &T->mr), "mr_reg");
+	checks[i].fn();
+	sync_ranks();
+	if (T->rank == 0)
+		printf("emunic-trigtest: %s: PASS\n", checks[i].name);
+	emunic_mr_dereg(T->mr);
+	emunic_dev_close(T->dev);
+	T->dev = NULL;
+	T->mr = NULL;
+	T->qp = NULL;		/* closed with its device */
+}
+
+int main(int argc, char **argv)
+{
 	struct t t = { 0 };
-	size_t i;
 
 	T = &t;
 	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		usage(stdout);
 		return 0;
 	}
-	if (argc != 2) {
+	if (argc < 2) {
 		usage(stderr);
 		return 2;
 	}
-	for (i = 0; i < NCHECKS && strcmp(checks[i].name, argv[1]); i++)
-		;
-	if (i == NCHECKS) {
-		fprintf(stderr, "emunic-trigtest: unknown check '%s'\n", argv[1]);
-		usage(stderr);
-		return 2;
-	}
+	for (int a = 1; a < argc; a++)
+		if (find_check(argv[a]) < 0) {
+			fprintf(stderr, "emunic-trigtest: unknown check '%s'\n", argv[a]);
+			usage(stderr);
+			return 2;
+		}
 	t.rank = -1;
 	CHECK(!emunic_boot_init(&t.boot), "bootstrap");
 	t.rank = emunic_boot_rank(t.boot);
 	CHECK(emunic_boot_size(t.boot) == 2, "needs exactly 2 ranks");
-	emunic_dev_attr_init(&attr);
-	attr.trig_entries = checks[i].trig_entries;
-	CHECK(!emunic_dev_open(t.boot, &attr, &t.dev), "emunic_dev_open");
 	t.buf = aligned_alloc(4096, BUF_LEN);
 	CHECK(t.buf, "out of memory");
-	memset(t.buf, 0, BUF_LEN);
-	CHECK(!emunic_mr_reg(t.dev, t.buf, BUF_LEN, &t.mr), "mr_reg");
-	checks[i].fn();
-	sync_ranks();
-	if (t.rank == 0)
-		printf("emunic-trigtest: %s: PASS\n", argv[1]);
-	emunic_mr_dereg(t.mr);
-	emunic_dev_close(t.dev);
+	for (int a = 1; a < argc; a++)
+		run_check(find_check(argv[a]));
 	free(t.buf);
 	emunic_boot_fini(t.boot);
 	return 0;
