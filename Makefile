@@ -27,9 +27,11 @@ LDLIBS   := -lrdmacm -lmlx5 -libverbs -luring $(PMIX_LIBS) -lpthread
 
 LIB_SRCS  := $(sort $(wildcard emunic/*.c emunic/*/*.c shim/*.c shim/*/*.c engines/*/*.c baseline/*.c))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(O)/obj/%.o)
-BENCH_SRCS := $(sort $(wildcard tools/bench/*.c))
-BENCH_OBJS := $(BENCH_SRCS:%.c=$(O)/obj/%.o)
-TOOLS     := $(patsubst tools/%.c,$(O)/bin/%,$(wildcard tools/*.c)) $(O)/bin/emunic-bench
+# A tool is one file, tools/NAME.c, or a directory of its own, tools/DIR/
+# (emunic-DIR: one file a job, and its header).
+TOOL_DIRS := bench run info
+TOOL_OBJS  = $(patsubst %.c,$(O)/obj/%.o,$(sort $(wildcard tools/$(1)/*.c)))
+TOOLS     := $(patsubst tools/%.c,$(O)/bin/%,$(wildcard tools/*.c)) $(TOOL_DIRS:%=$(O)/bin/emunic-%)
 TESTBINS  := $(patsubst tests/bin/%.c,$(O)/bin/%,$(wildcard tests/bin/*.c))
 # libemunic-mpi.so, the PMPI interposer, and its MPI test programs: where
 # Open MPI's headers are (libopenmpi-dev), and not in the sanitizer build
@@ -68,16 +70,20 @@ $(O)/bin/%: tools/%.c $(O)/lib/libemunic.a $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/lib/libemunic.a $(LDLIBS)
 
-# emunic-bench is a directory of its own, one file a subcommand.
-$(O)/obj/tools/bench/%.o: tools/bench/%.c tools/bench/bench.h $(HEADERS)
+# The tools that are directories: emunic-bench (one file a subcommand),
+# emunic-run and emunic-info (one file a job).
+$(O)/obj/tools/%.o: tools/%.c $(wildcard tools/*/*.h) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(O)/bin/emunic-bench: $(BENCH_OBJS) $(O)/lib/libemunic.a
+$(O)/bin/emunic-bench: $(call TOOL_OBJS,bench)
+$(O)/bin/emunic-run: $(call TOOL_OBJS,run)
+$(O)/bin/emunic-info: $(call TOOL_OBJS,info)
+$(TOOL_DIRS:%=$(O)/bin/emunic-%): $(O)/lib/libemunic.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(BENCH_OBJS) $(O)/lib/libemunic.a $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(O)/lib/libemunic.a $(LDLIBS)
 
-$(O)/bin/%: tests/bin/%.c $(O)/lib/libemunic.a $(HEADERS)
+$(O)/bin/%: tests/bin/%.c tests/bin/harness.h $(O)/lib/libemunic.a $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/lib/libemunic.a $(LDLIBS)
 

@@ -87,6 +87,29 @@ def host(cmd, timeout=60):
     return p.returncode, p.stdout.decode(errors="replace")
 
 
+# The test programs' exit statuses (tests/bin/harness.h); 77 comes with a
+# "SKIP: reason" line.
+CTEST_PASS, CTEST_SKIP = 0, 77
+
+
+def run_ctest(runner, cmd, timeout=120, env=None, what=None):
+    """Runs a C test program (or emunic-run with one): where RDMA is through
+    `runner` (the rxe fixture), on the host itself when it is None.  Exit 0
+    returns the output; 77 skips the test with the program's SKIP reason;
+    anything else fails it with `what`, the command, the status and the
+    output."""
+    if runner is None:
+        rc, out = host(cmd, timeout=timeout)
+    else:
+        rc, out = runner.run(cmd, timeout=timeout, env=env)
+    if rc == CTEST_SKIP:
+        why = [l.split("SKIP:", 1)[1].strip() for l in out.splitlines() if "SKIP:" in l]
+        pytest.skip(why[0] if why else "exit 77 without a SKIP line: " + cmd)
+    if rc != CTEST_PASS:
+        pytest.fail("%s%s: exit %d\n%s" % (what + ": " if what else "", cmd, rc, out), pytrace=False)
+    return out
+
+
 def pytest_sessionstart(session):
     _timings["t0"] = time.monotonic()
 

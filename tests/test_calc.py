@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import BIN, SANBIN
+from conftest import BIN, SANBIN, run_ctest
 
 
 @pytest.mark.parametrize("bindir", [BIN, SANBIN])
@@ -30,8 +30,8 @@ CHECKS = {
 
 @pytest.mark.parametrize("check", sorted(CHECKS))
 def test_calc_on_rxe(rxe, check):
-    rc, out = rxe.run("%s/emunic-run -n 2 -t 120 %s/emunic-calctest %s" % (BIN, BIN, check), timeout=180)
-    assert rc == 0, "%s:\n%s" % (CHECKS[check], out)
+    out = run_ctest(rxe, "%s/emunic-run -n 2 -t 120 %s/emunic-calctest %s" % (BIN, BIN, check), timeout=180,
+                    what=CHECKS[check])
     assert "emunic-calctest: %s: PASS" % check in out, out
     if check == "all":
         assert "98 op x type pairs checked, sent and local" in out, out
@@ -44,8 +44,8 @@ def test_calc_kernels_clean_under_asan_ubsan_and_memcheck(rxe):
     """Signed overflow, wide products and pair structs: no undefined behaviour
     (UBSan), no stray access (ASan) in the engine's kernels; memcheck on the
     host reference."""
-    rc, out = rxe.run("%s/emunic-run -n 2 -t 200 %s/emunic-calctest all" % (BIN, SANBIN), timeout=260)
-    assert rc == 0 and "emunic-calctest: all: PASS" in out, out
+    out = run_ctest(rxe, "%s/emunic-run -n 2 -t 200 %s/emunic-calctest all" % (BIN, SANBIN), timeout=260)
+    assert "emunic-calctest: all: PASS" in out, out
     p = subprocess.run(["valgrind", "-q", "--error-exitcode=9", "%s/emunic-calctest" % BIN, "reference"],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
     out = p.stdout.decode()

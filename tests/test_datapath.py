@@ -1,7 +1,7 @@
 """Point 5 of the foundation: real data movement over rxe, every byte checked."""
 import pytest
 
-from conftest import BIN, SANBIN
+from conftest import BIN, SANBIN, run_ctest
 
 RUN = BIN + "/emunic-run"
 DP = BIN + "/emunic-datapath"
@@ -10,16 +10,14 @@ OPS = ["write", "write_imm", "send", "read", "fetch_add"]
 
 @pytest.mark.parametrize("n", [2, 4])
 def test_transfers_verified(rxe, n):
-    rc, out = rxe.run("%s -n %d -t 120 %s --size 256K --iters 3" % (RUN, n, DP), timeout=180)
-    assert rc == 0, out
+    out = run_ctest(rxe, "%s -n %d -t 120 %s --size 256K --iters 3" % (RUN, n, DP), timeout=180)
     assert "%d ranks on" % n in out
     assert "verified (0 mismatches)" in out
 
 
 @pytest.mark.parametrize("size", ["1", "4095", "1M"])
 def test_odd_and_large_sizes(rxe, size):
-    rc, out = rxe.run("%s -n 2 -t 120 %s --size %s --iters 2" % (RUN, DP, size), timeout=180)
-    assert rc == 0, out
+    out = run_ctest(rxe, "%s -n 2 -t 120 %s --size %s --iters 2" % (RUN, DP, size), timeout=180)
     assert "verified (0 mismatches)" in out
 
 
@@ -35,13 +33,11 @@ def test_corruption_is_detected(rxe, op):
 
 
 def test_sanitized_build_is_clean(rxe):
-    rc, out = rxe.run("%s -n 4 -t 120 %s/emunic-datapath --size 64K --iters 2" % (RUN, SANBIN), timeout=240)
-    assert rc == 0, out
+    out = run_ctest(rxe, "%s -n 4 -t 120 %s/emunic-datapath --size 64K --iters 2" % (RUN, SANBIN), timeout=240)
     assert "ERROR: AddressSanitizer" not in out and "runtime error" not in out
 
 
 def test_memcheck_is_clean(rxe):
-    rc, out = rxe.run("%s -n 2 -t 300 valgrind -q --error-exitcode=9 --leak-check=full "
-                      "--errors-for-leak-kinds=definite %s --size 4K --iters 1" % (RUN, DP), timeout=360)
-    assert rc == 0, out
+    out = run_ctest(rxe, "%s -n 2 -t 300 valgrind -q --error-exitcode=9 --leak-check=full "
+                    "--errors-for-leak-kinds=definite %s --size 4K --iters 1" % (RUN, DP), timeout=360)
     assert "verified (0 mismatches)" in out

@@ -1,6 +1,9 @@
 """The source tree's shape: calls between files point one way (no file-level
 call circle, no header include circle), as scripts/call-circles.py finds them
-from the built objects' symbols (nm) and the headers' includes."""
+from the built objects' symbols (nm) and the headers' includes; no file under
+tools/ is over 700 lines, and the README's layout names each of them."""
+import os
+import re
 import subprocess
 
 from conftest import ROOT
@@ -33,3 +36,34 @@ def test_call_circles_finds_a_circle(tmp_path):
     out = p.stdout.decode(errors="replace")
     assert p.returncode == 1, out
     assert "call circle of 2 files: a/x.c a/y.c" in out, out
+
+
+TOOL_MAX_LINES = 700
+
+
+def test_no_tool_source_file_is_over_700_lines():
+    """The tools stay lean (issue 21): no file under tools/ over 700 lines;
+    one that grows past it is split by job."""
+    long = []
+    for d, _, names in os.walk(os.path.join(ROOT, "tools")):
+        for n in names:
+            if n.endswith((".c", ".h")):
+                p = os.path.join(d, n)
+                with open(p, errors="replace") as f:
+                    lines = sum(1 for _ in f)
+                if lines > TOOL_MAX_LINES:
+                    long.append("%s: %d lines" % (os.path.relpath(p, ROOT), lines))
+    assert not long, "over %d lines: %s" % (TOOL_MAX_LINES, ", ".join(long))
+
+
+def test_readme_layout_names_every_tool_file():
+    """The README's layout lists each file of the tools' directories."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    layout = readme[readme.index("## Layout"):]
+    missing = []
+    for d in ("tools/run", "tools/info", "tools/bench"):
+        for n in sorted(os.listdir(os.path.join(ROOT, d))):
+            if n.endswith((".c", ".h")) and not re.search(r"\b%s\b" % re.escape(n), layout):
+                missing.append("%s/%s" % (d, n))
+    assert not missing, "the README's layout does not name: " + ", ".join(missing)

@@ -3,7 +3,7 @@ check of emunic-matchtest on the host (no RDMA), in the normal build, the
 ASan/UBSan build and under valgrind."""
 import pytest
 
-from conftest import BIN, SANBIN, host
+from conftest import BIN, SANBIN, host, run_ctest
 
 CHECKS = {
     "table1": "seed 004 Table 1: each receive ordering, expected, unexpected and interleaved",
@@ -27,21 +27,18 @@ WAYS = {
 @pytest.mark.parametrize("way", sorted(WAYS))
 @pytest.mark.parametrize("check", sorted(CHECKS))
 def test_match_rule(check, way):
-    rc, out = host("%s %s" % (WAYS[way], check), timeout=120)
-    assert rc == 0, "%s (%s):\n%s" % (CHECKS[check], way, out)
+    out = run_ctest(None, "%s %s" % (WAYS[way], check), timeout=120, what="%s (%s)" % (CHECKS[check], way))
     assert "emunic-matchtest: %s: PASS" % check in out, out
 
 
 def test_all_runs_every_check():
-    rc, out = host(BIN + "/emunic-matchtest all")
-    assert rc == 0, out
+    out = run_ctest(None, BIN + "/emunic-matchtest all")
     for check in CHECKS:
         assert "emunic-matchtest: %s: PASS" % check in out, out
 
 
 def test_help_lists_every_check():
-    rc, out = host(BIN + "/emunic-matchtest --help")
-    assert rc == 0, out
+    out = run_ctest(None, BIN + "/emunic-matchtest --help")
     assert out.startswith("usage: emunic-matchtest"), out
     for check in CHECKS:
         assert check in out, out

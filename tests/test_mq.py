@@ -2,7 +2,7 @@
 ("Management queues"), each run by two ranks through the progress core."""
 import pytest
 
-from conftest import BIN
+from conftest import BIN, run_ctest
 
 CHECKS = {
     "held": "a held send does not execute before its enable",
@@ -25,9 +25,8 @@ CHECKS = {
 def test_list_longer_than_the_limit_is_refused_whole(rxe):
     """A list longer than the device's list_tasks (here EMUNIC_LIST_TASKS=4)
     is -E2BIG with a line that says why, and none of it is posted."""
-    rc, out = rxe.run("EMUNIC_LIST_TASKS=4 %s/emunic-run -n 2 -t 60 %s/emunic-mqtest list_limit" % (BIN, BIN),
-                      timeout=90)
-    assert rc == 0, out
+    out = run_ctest(rxe, "EMUNIC_LIST_TASKS=4 %s/emunic-run -n 2 -t 60 %s/emunic-mqtest list_limit" % (BIN, BIN),
+                    timeout=90)
     assert "emunic-mqtest: list_limit: PASS" in out, out
     assert "a task list of 5 tasks is longer than the device's limit of 4" in out, out
 
@@ -47,20 +46,18 @@ def test_a_bad_list_limit_fails_the_open_by_name(rxe, value, why):
 
 @pytest.mark.parametrize("check", sorted(CHECKS))
 def test_mq_rule(rxe, check):
-    rc, out = rxe.run("%s/emunic-run -n 2 -t 60 %s/emunic-mqtest %s" % (BIN, BIN, check), timeout=90)
-    assert rc == 0, "%s:\n%s" % (CHECKS[check], out)
+    out = run_ctest(rxe, "%s/emunic-run -n 2 -t 60 %s/emunic-mqtest %s" % (BIN, BIN, check), timeout=90,
+                    what=CHECKS[check])
     assert "emunic-mqtest: %s: PASS" % check in out, out
 
 
 def test_rnr_names_the_failure(rxe):
-    rc, out = rxe.run("%s/emunic-run -n 2 -t 60 %s/emunic-mqtest rnr" % (BIN, BIN), timeout=90)
-    assert rc == 0, out
+    out = run_ctest(rxe, "%s/emunic-run -n 2 -t 60 %s/emunic-mqtest rnr" % (BIN, BIN), timeout=90)
     assert "rank 0: peer 1 qp" in out and "SEND (wr_id 0) failed: RNR retry counter exceeded" in out, out
 
 
 def test_invalid_lists_say_why(rxe):
-    rc, out = rxe.run("%s/emunic-run -n 2 -t 60 %s/emunic-mqtest invalid" % (BIN, BIN), timeout=90)
-    assert rc == 0, out
+    out = run_ctest(rxe, "%s/emunic-run -n 2 -t 60 %s/emunic-mqtest invalid" % (BIN, BIN), timeout=90)
     for why in ("unknown opcode", "empty task list", "the QP was not created MANAGED_SEND",
                 "its CQ is not a live CQ of this device"):
         assert why in out, why
@@ -69,26 +66,23 @@ def test_invalid_lists_say_why(rxe):
 
 
 def test_close_with_work_in_flight(rxe):
-    rc, out = rxe.run("%s/emunic-run -n 2 -t 200 valgrind -q --error-exitcode=9 --leak-check=full "
-                      "--errors-for-leak-kinds=definite %s/emunic-mqtest close_inflight" % (BIN, BIN),
-                      timeout=260)
-    assert rc == 0, out
+    out = run_ctest(rxe, "%s/emunic-run -n 2 -t 200 valgrind -q --error-exitcode=9 --leak-check=full "
+                    "--errors-for-leak-kinds=definite %s/emunic-mqtest close_inflight" % (BIN, BIN),
+                    timeout=260)
     assert "rank 0: device rxe0 closing: peer 1 qp" in out and "2 unfinished work request(s) canceled" in out, out
     assert "unfinished task(s) canceled (first: WAIT)" in out, out
 
 
 @pytest.mark.parametrize("idle", ["spin", "sleep"])
 def test_both_idle_policies(rxe, idle):
-    rc, out = rxe.run("EMUNIC_IDLE=%s %s/emunic-run -n 2 -t 60 %s/emunic-mqtest enable_n" % (idle, BIN, BIN),
-                      timeout=90)
-    assert rc == 0, out
+    run_ctest(rxe, "EMUNIC_IDLE=%s %s/emunic-run -n 2 -t 60 %s/emunic-mqtest enable_n" % (idle, BIN, BIN),
+              timeout=90)
 
 
 def test_progress_cores_pinned_apart(rxe):
     """EMUNIC_CPU=0,1: local rank i's progress core takes CPU i."""
-    rc, out = rxe.run("EMUNIC_CPU=0,1 EMUNIC_DEBUG=1 %s/emunic-run -n 2 -t 60 %s/emunic-mqtest held"
-                      % (BIN, BIN), timeout=90)
-    assert rc == 0, out
+    out = run_ctest(rxe, "EMUNIC_CPU=0,1 EMUNIC_DEBUG=1 %s/emunic-run -n 2 -t 60 %s/emunic-mqtest held"
+                    % (BIN, BIN), timeout=90)
     assert "rank 0: debug: device rxe0: progress core started" in out and "cpu 0)" in out, out
     assert "rank 1: debug: device rxe0: progress core started" in out and "cpu 1)" in out, out
     assert "cannot pin" not in out, out
@@ -96,8 +90,7 @@ def test_progress_cores_pinned_apart(rxe):
 
 def test_core_runs_at_real_time_priority(rxe):
     """Where SCHED_FIFO is allowed (root in the guest) the core takes it."""
-    rc, out = rxe.run("EMUNIC_DEBUG=1 %s/emunic-run -n 2 -t 60 %s/emunic-mqtest held" % (BIN, BIN), timeout=90)
-    assert rc == 0, out
+    out = run_ctest(rxe, "EMUNIC_DEBUG=1 %s/emunic-run -n 2 -t 60 %s/emunic-mqtest held" % (BIN, BIN), timeout=90)
     assert out.count("progress core at real-time priority (SCHED_FIFO") == 2, out
     assert "real-time priority not permitted" not in out, out
 
@@ -106,9 +99,8 @@ def test_core_runs_at_real_time_priority(rxe):
 def test_real_time_not_permitted_falls_back(rxe, check):
     """Without CAP_SYS_NICE and with RLIMIT_RTPRIO 0, SCHED_FIFO fails: one
     notice a rank, the core runs at normal priority, the rules still hold."""
-    rc, out = rxe.run("ulimit -r 0; EMUNIC_DEBUG=1 setpriv --inh-caps=-sys_nice --bounding-set=-sys_nice "
-                      "%s/emunic-run -n 2 -t 60 %s/emunic-mqtest %s" % (BIN, BIN, check), timeout=90)
-    assert rc == 0, out
+    out = run_ctest(rxe, "ulimit -r 0; EMUNIC_DEBUG=1 setpriv --inh-caps=-sys_nice --bounding-set=-sys_nice "
+                    "%s/emunic-run -n 2 -t 60 %s/emunic-mqtest %s" % (BIN, BIN, check), timeout=90)
     assert "emunic-mqtest: %s: PASS" % check in out, out
     assert out.count("progress core: real-time priority not permitted (SCHED_FIFO: Operation not permitted); "
                      "running at normal priority") == 2, out

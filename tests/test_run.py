@@ -4,22 +4,20 @@ import time
 
 import pytest
 
-from conftest import BIN, host, host_has_rdma
+from conftest import BIN, host, host_has_rdma, run_ctest
 
 RUN = BIN + "/emunic-run"
 BT = BIN + "/emunic-boottest"
 
 
 def test_ranks_get_rank_and_size(rxe):
-    rc, out = rxe.run("%s -n 3 sh -c 'echo R=$EMUNIC_RANK/$EMUNIC_SIZE L=$EMUNIC_LOCAL_RANK'" % RUN)
-    assert rc == 0, out
+    out = run_ctest(rxe, "%s -n 3 sh -c 'echo R=$EMUNIC_RANK/$EMUNIC_SIZE L=$EMUNIC_LOCAL_RANK'" % RUN)
     assert sorted(re.findall(r"R=(\d)/3 L=\d", out)) == ["0", "1", "2"], out
 
 
 @pytest.mark.parametrize("n", [1, 2, 5, 16])
 def test_bootstrap_exchange(rxe, n):
-    rc, out = rxe.run("%s -n %d -t 60 %s --rounds 5" % (RUN, n, BT))
-    assert rc == 0, out
+    out = run_ctest(rxe, "%s -n %d -t 60 %s --rounds 5" % (RUN, n, BT))
     assert out.count("via emunic-run: 5 exchanges ok") == n, out
 
 
@@ -108,16 +106,14 @@ MPI_ENV = "OMPI_MCA_plm=isolated OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1"
 
 def test_pmix_launch_under_open_mpi(rxe):
     """Under Open MPI's mpirun (a PMIx server) ranks bootstrap through PMIx."""
-    rc, out = rxe.run("%s timeout 90 mpirun --allow-run-as-root --oversubscribe -np 3 %s --rounds 4"
-                      % (MPI_ENV, BT), timeout=120)
-    assert rc == 0, out
+    out = run_ctest(rxe, "%s timeout 90 mpirun --allow-run-as-root --oversubscribe -np 3 %s --rounds 4"
+                    % (MPI_ENV, BT), timeout=120)
     assert out.count("via pmix: 4 exchanges ok") == 3, out
     # PMIx names the ranks on this node, for the core's CPU and the waiters' assist.
     assert sorted(re.findall(r"via pmix: 4 exchanges ok, local rank (\d) of 3", out)) == ["0", "1", "2"], out
 
 
 def test_pmix_datapath_under_open_mpi(rxe):
-    rc, out = rxe.run("%s timeout 90 mpirun --allow-run-as-root --oversubscribe -np 2 %s/emunic-datapath "
-                      "--iters 1" % (MPI_ENV, BIN), timeout=120)
-    assert rc == 0, out
+    out = run_ctest(rxe, "%s timeout 90 mpirun --allow-run-as-root --oversubscribe -np 2 %s/emunic-datapath "
+                    "--iters 1" % (MPI_ENV, BIN), timeout=120)
     assert "verified (0 mismatches)" in out, out

@@ -3,7 +3,7 @@ rule of DESIGN.md ("Triggered operations"), each run by two ranks through the
 progress core; a couple again with ASan/UBSan and under valgrind."""
 import pytest
 
-from conftest import BIN, SANBIN, host
+from conftest import BIN, SANBIN, host, run_ctest
 
 RUN = BIN + "/emunic-run"
 
@@ -22,26 +22,25 @@ CHECKS = {
 }
 
 
-def trigtest(rxe, check, prog=BIN + "/emunic-trigtest", wrap="", timeout=60):
-    return rxe.run("%s -n 2 -t %d %s %s %s" % (RUN, timeout, wrap, prog, check), timeout=timeout + 30)
+def trigtest(rxe, check, prog=BIN + "/emunic-trigtest", wrap="", timeout=60, what=None):
+    """Runs CHECK (one or more, space-separated) on two ranks; its output, once it passed."""
+    return run_ctest(rxe, "%s -n 2 -t %d %s %s %s" % (RUN, timeout, wrap, prog, check), timeout=timeout + 30,
+                     what=what)
 
 
 @pytest.mark.parametrize("check", sorted(CHECKS))
 def test_trig_rule(rxe, check):
-    rc, out = trigtest(rxe, check)
-    assert rc == 0, "%s:\n%s" % (CHECKS[check], out)
+    out = trigtest(rxe, check, what=CHECKS[check])
     assert "emunic-trigtest: %s: PASS" % check in out, out
 
 
 def test_failure_names_the_error(rxe):
-    rc, out = trigtest(rxe, "failure")
-    assert rc == 0, out
+    out = trigtest(rxe, "failure")
     assert "rank 0: peer 1 qp" in out and "READ (wr_id 7) failed: remote access error" in out, out
 
 
 def test_invalid_ops_say_why(rxe):
-    rc, out = trigtest(rxe, "invalid")
-    assert rc == 0, out
+    out = trigtest(rxe, "invalid")
     for why in ("unknown operation kind", "its QP was not created EMUNIC_QP_TRIGGERED",
                 "its QP is not a live QP of this device", "offset + length runs past the end of the target",
                 "its completion counter is not a live counter of this device",
@@ -51,8 +50,7 @@ def test_invalid_ops_say_why(rxe):
 
 @pytest.mark.parametrize("check", ["chain", "free_pending"])
 def test_sanitized_build_is_clean(rxe, check):
-    rc, out = trigtest(rxe, check, prog=SANBIN + "/emunic-trigtest", timeout=120)
-    assert rc == 0, out
+    out = trigtest(rxe, check, prog=SANBIN + "/emunic-trigtest", timeout=120)
     assert "emunic-trigtest: %s: PASS" % check in out, out
     assert "ERROR: AddressSanitizer" not in out and "runtime error" not in out, out
 
@@ -62,9 +60,8 @@ def test_memcheck_is_clean(rxe):
     opened and closed): one valgrind start-up, which dominates under TCG."""
     # rdma-core's device list and provider (rdma_get_devices, dlopen) stay
     # "possibly lost" at exit: only definite leaks are errors.
-    rc, out = trigtest(rxe, "threshold free_pending", wrap="valgrind -q --error-exitcode=99 --leak-check=full "
-                       "--errors-for-leak-kinds=definite --show-possibly-lost=no", timeout=300)
-    assert rc == 0, out
+    out = trigtest(rxe, "threshold free_pending", wrap="valgrind -q --error-exitcode=99 --leak-check=full "
+                   "--errors-for-leak-kinds=definite --show-possibly-lost=no", timeout=300)
     for check in ("threshold", "free_pending"):
         assert "emunic-trigtest: %s: PASS" % check in out, out
     assert "definitely lost" not in out and "Invalid read" not in out and "Invalid write" not in out, out
@@ -72,8 +69,7 @@ def test_memcheck_is_clean(rxe):
 
 def test_help_lists_every_check():
     """Arguments are checked before bootstrap: no RDMA, no guest needed."""
-    rc, out = host(BIN + "/emunic-trigtest --help")
-    assert rc == 0, out
+    out = run_ctest(None, BIN + "/emunic-trigtest --help")
     assert out.startswith("usage: emunic-run -n 2 emunic-trigtest CHECK"), out
     for check in CHECKS:
         assert check in out, out

@@ -47,15 +47,13 @@
 #include <string.h>
 #include <time.h>
 
+#define HARNESS_RANK rank
+#include "harness.h"
+
 #define MAXB (1 << 20)
 
 static int rank = -1, size;
-static int fails;
 static struct emunic_boot *boot;
-
-#define FAIL(...) do { fprintf(stderr, "emunic-allreduce: rank %d: FAIL: ", rank); \
-		       fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); fails++; } while (0)
-#define DIE(...) do { FAIL(__VA_ARGS__); exit(1); } while (0)
 
 static bool is_pair(int type) { return type >= EMUNIC_CALC_FLOAT_INT; }
 static bool is_float(int type)
@@ -665,5 +663,5 @@ int main(int argc, char **argv)
 	free(want);
 	free(tmp);
 	emunic_boot_fini(boot);
-	return fails ? 1 : 0;
+	return harness_status();
 }

@@ -68,6 +68,9 @@
 #include <string.h>
 #include <time.h>
 
+#define HARNESS_RANK rank
+#include "harness.h"
+
 #define MIB (1 << 20)
 #define SMALLB (128 << 10)		/* the 4 KiB-segment objects' max_bytes */
 #define SMALLSEG 4096
@@ -80,7 +83,6 @@
 #define NKIND 3
 
 static int rank = -1, size;
-static int fails;
 static struct emunic_boot *boot;
 static struct emunic_dev *dev;
 static unsigned iter;			/* calls so far: the same on every rank */
@@ -91,9 +93,6 @@ static const char *check;		/* ... and its name */
 static int root_pin = -1;		/* a gather's root; -1: the counter mod size */
 
 /* One write a line, so that the ranks' lines do not mix. */
-#define FAIL(...) do { char m_[512]; snprintf(m_, sizeof(m_), __VA_ARGS__); \
-		       fprintf(stderr, "emunic-alltoall: rank %d: FAIL: %s\n", rank, m_); fails++; } while (0)
-#define DIE(...) do { FAIL(__VA_ARGS__); exit(1); } while (0)
 
 static long long now_ms(void)
 {
@@ -906,5 +905,5 @@ int main(int argc, char **argv)
 		free(rbuf[k]);
 	}
 	emunic_boot_fini(boot);
-	return fails ? 1 : 0;
+	return harness_status();
 }

@@ -52,6 +52,9 @@
 #include <string.h>
 #include <time.h>
 
+#define HARNESS_RANK rank
+#include "harness.h"
+
 #define MAXB (1 << 20)			/* the main objects' max_bytes */
 #define SMALLB (128 << 10)		/* the 4 KiB-segment objects' max_bytes */
 #define SMALLSEG 4096
@@ -61,15 +64,11 @@
 #define FAULT_SLACK_MS 2000
 
 static int rank = -1, size;
-static int fails;
 static struct emunic_boot *boot;
 static struct emunic_dev *dev;
 static unsigned iter;			/* bcasts so far: the same on every rank */
 
 /* One write a line, so that the ranks' lines do not mix. */
-#define FAIL(...) do { char m_[512]; snprintf(m_, sizeof(m_), __VA_ARGS__); \
-		       fprintf(stderr, "emunic-bcast: rank %d: FAIL: %s\n", rank, m_); fails++; } while (0)
-#define DIE(...) do { FAIL(__VA_ARGS__); exit(1); } while (0)
 
 static long long now_ms(void)
 {
@@ -668,5 +667,5 @@ int main(int argc, char **argv)
 	for (int k = 0; k < 3; k++)
 		free(ibuf[k]);
 	emunic_boot_fini(boot);
-	return fails ? 1 : 0;
+	return harness_status();
 }

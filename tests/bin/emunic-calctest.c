@@ -26,17 +26,15 @@
 #include <string.h>
 #include <time.h>
 
+#define HARNESS_RANK rank
+#include "harness.h"
+
 #define NOP 13			/* ops 1..12 and one past */
 #define NTYPE 16		/* types 1..15 and one past */
 #define COUNT 16		/* elements per operand */
 #define SLOT (COUNT * 16)	/* bytes per operand, the largest element */
 
 static int rank = -1;
-static int fails;
-
-#define FAIL(...) do { fprintf(stderr, "emunic-calctest: rank %d: FAIL: ", rank); \
-		       fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); fails++; } while (0)
-#define DIE(...) do { FAIL(__VA_ARGS__); exit(1); } while (0)
 
 /* ---- the reference ------------------------------------------------------------ */
 
@@ -551,7 +549,7 @@ int main(int argc, char **argv)
 		t_reference();
 		if (!fails)
 			printf("emunic-calctest: reference: PASS\n");
-		return fails ? 1 : 0;
+		return harness_status();
 	}
 	for (i = 0; i < sizeof(checks) / sizeof(checks[0]) && strcmp(checks[i].name, argv[1]); i++)
 		;
@@ -574,5 +572,5 @@ int main(int argc, char **argv)
 	emunic_dev_close(n.dev);
 	free(n.buf);
 	emunic_boot_fini(n.boot);
-	return fails ? 1 : 0;
+	return harness_status();
 }

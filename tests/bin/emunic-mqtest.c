@@ -13,6 +13,9 @@
 #include <string.h>
 #include <time.h>
 
+#define HARNESS_RANK (T->rank)
+#include "harness.h"
+
 struct t {
 	struct emunic_boot *boot;
 	struct emunic_dev *dev;
@@ -23,10 +26,6 @@ struct t {
 	struct emunic_mq *mq;
 	int rank;
 };
-
-#define FAIL(...) do { fprintf(stderr, "emunic-mqtest: rank %d: FAIL: ", T->rank); \
-		       fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
-#define CHECK(c, ...) do { if (!(c)) FAIL(__VA_ARGS__); } while (0)
 
 static struct t *T;
 

@@ -17,6 +17,9 @@
 #include <string.h>
 #include <time.h>
 
+#define HARNESS_RANK (T.rank)
+#include "harness.h"
+
 static const char usage[] =
 	"usage: emunic-run -n N emunic-rndv CHECK [options]\n"
 	"\n"
@@ -65,10 +68,6 @@ static struct {
 	size_t max;
 	unsigned seed;
 } T;
-
-#define FAIL(...) do { fprintf(stderr, "emunic-rndv: rank %d: FAIL: ", T.rank); \
-		       fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
-#define CHECK(c, ...) do { if (!(c)) FAIL(__VA_ARGS__); } while (0)
 
 static void sync_ranks(void) { CHECK(!emunic_dev_barrier(T.dev), "barrier"); }
 
@@ -135,7 +134,7 @@ static void wait_queued(size_t n)
 		struct timespec ts = { 0, 2000000 };
 		nanosleep(&ts, NULL);
 	}
-	FAIL("only %zu of %zu messages arrived unexpected within 6 s", st.queued, n);
+	DIE("only %zu of %zu messages arrived unexpected within 6 s", st.queued, n);
 }
 
 /* ---- table1 ------------------------------------------------------------------------ */
@@ -609,7 +608,7 @@ static void check_storm(void)
 					if (x != me)
 						fprintf(stderr, "emunic-rndv: rank %d: to rank %d: connected %d\n", me, x,
 							emunic_rndv_connected(T.r, x));
-				FAIL("round %d: the message from rank %d did not arrive in 30 s (%u QPs)", round, p,
+				DIE("round %d: the message from rank %d did not arrive in 30 s (%u QPs)", round, p,
 				     emunic_dev_qps(T.dev));
 			}
 			wait_free(rq[p], "receive");

@@ -22,12 +22,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "harness.h"
+
 #define MAXN 64
-
-static int fails;
-
-#define FAIL(...) do { fprintf(stderr, "emunic-schedtest: FAIL: " __VA_ARGS__); fputc('\n', stderr); \
-		       fails++; } while (0)
 
 static int subtree(int size, int root, int r, int depth, int *maxdepth)
 {
@@ -156,5 +153,5 @@ int main(int argc, char **argv)
 		xchg();
 	if (!fails)
 		printf("emunic-schedtest: %s: PASS\n", argv[1]);
-	return fails ? 1 : 0;
+	return harness_status();
 }

@@ -17,6 +17,9 @@
 #include <string.h>
 #include <time.h>
 
+#define HARNESS_RANK (T->rank)
+#include "harness.h"
+
 #define BUF_LEN (1u << 20)
 #define WAIT_MS 10000			/* every wait is bounded */
 #define NONE UINT64_MAX			/* a result slot not written yet */
@@ -30,10 +33,6 @@ struct t {
 	struct emunic_qp *qp;		/* TRIGGERED, to the other rank */
 	int rank;
 };
-
-#define FAIL(...) do { fprintf(stderr, "emunic-trigtest: rank %d: FAIL: ", T->rank); \
-		       fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
-#define CHECK(c, ...) do { if (!(c)) FAIL(__VA_ARGS__); } while (0)
 
 static struct t *T;
 
@@ -425,7 +424,7 @@ static void t_chain(void)
 			for (int k = 0; k < 10000; k++)
 				acc = acc * 6364136223846793005ull + 1442695040888963407ull;
 			if (++spins % 1000 == 0 && now_s() - t0 > 20)
-				FAIL("the chain did not finish in 20 s of app computation (result %llx)", S(acc));
+				DIE("the chain did not finish in 20 s of app computation (result %llx)", S(acc));
 		}
 		printf("emunic-trigtest: chain of %d ran in %.1f ms while the app computed\n", CHAIN,
 		       (now_s() - t0) * 1e3);

@@ -17,6 +17,8 @@
  *    allreduce.c, bcast.c, alltoall.c, gather.c, trig.c, rndv.c, p2p.c,
  *    conn.c, faults.c, idle.c, potato.c, instr.c), for the table in main.c;
  *  - potato.c's game, which instr.c plays under callgrind.
+ * barrier and rndv keep their report apart (barrier_report.c,
+ * rndv_report.c) with their own declarations (bar.h, rv.h).
  * main.c says what the subcommands are and how a new one is added.  Calls
  * point one way: main.c to the subcommands, they to coll.c, opts.c and
  * common.c, coll.c to opts.c and common.c; nothing calls main.c, which is

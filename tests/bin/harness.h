@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The one convention of the test programs in tests/bin (the pytest files
+ * run them through conftest.run_ctest): exit 0 pass, 1 fail, 77 skip after
+ * a "SKIP: reason" line on stdout.
+ *
+ * FAIL(fmt, ...) names a failure on stderr and counts it in `fails` (a
+ * program that goes on after one ends with harness_status()); DIE names it
+ * and exits 1 at once; CHECK(cond, fmt, ...) is DIE unless cond; SKIP(fmt,
+ * ...) says why the test cannot run here and exits 77.  A failure reads
+ * "PROGRAM: rank R: FAIL: what", R being HARNESS_RANK, an expression the
+ * program may define before including this file (without it: no rank).
+ */
+#ifndef EMUNIC_TEST_HARNESS_H
+#define EMUNIC_TEST_HARNESS_H
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define TEST_PASS 0
+#define TEST_FAIL 1
+#define TEST_SKIP 77
+
+#ifndef HARNESS_RANK
+#define HARNESS_RANK (-1)
+#endif
+
+static int fails __attribute__((unused));	/* FAIL's count */
+
+static void harness_fail(int rank, const char *fmt, ...) __attribute__((format(printf, 2, 3), unused));
+static void harness_fail(int rank, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (rank >= 0)
+		fprintf(stderr, "%s: rank %d: FAIL: ", program_invocation_short_name, rank);
+	else
+		fprintf(stderr, "%s: FAIL: ", program_invocation_short_name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fails++;
+}
+
+static void harness_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn, unused));
+static void harness_skip(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("SKIP: ", stdout);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+	exit(TEST_SKIP);
+}
+
+#define FAIL(...) harness_fail(HARNESS_RANK, __VA_ARGS__)
+#define DIE(...) do { FAIL(__VA_ARGS__); exit(TEST_FAIL); } while (0)
+#define CHECK(c, ...) do { if (!(c)) DIE(__VA_ARGS__); } while (0)
+#define SKIP(...) harness_skip(__VA_ARGS__)
+#define harness_status() (fails ? TEST_FAIL : TEST_PASS)
+
+#endif

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/* Ending the job: fail() names why, tells the other nodes, kills this
+ * node's ranks and exits (cleanup() in main.c runs at exit). */
+#include "run.h"
+
+#include "emunic/boot_wire.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+bool any_local_alive(const struct job *j)
+{
+	for (int r = j->first; r < j->first + j->count; r++)
+		if (j->rank[r].pid > 0 && !j->rank[r].exited)
+			return true;
+	return false;
+}
+
+/* Records an exited child: the local rank it was, or -1. */
+int reap_one(struct job *j, pid_t pid, int st)
+{
+	for (int r = j->first; r < j->first + j->count; r++) {
+		struct rank_slot *s = &j->rank[r];
+
+		if (s->pid != pid)
+			continue;
+		s->exited = true;
+		s->status = st;
+		s->t_exit = elapsed(j);
+		return r;
+	}
+	return -1;
+}
+
+/* Collects exited children without judging them: the job is ending. */
+static void reap_quiet(struct job *j)
+{
+	int st;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
+		reap_one(j, pid, st);
+}
+
+static void kill_locals(struct job *j)
+{
+	struct timespec ts = { 0, 20 * 1000 * 1000 };
+	int i;
+
+	for (int r = j->first; r < j->first + j->count; r++)
+		if (j->rank[r].pid > 0 && !j->rank[r].exited)
+			kill(j->rank[r].pid, SIGTERM);
+	for (i = 0; i < 100 && any_local_alive(j); i++) {	/* 2 s grace */
+		nanosleep(&ts, NULL);
+		reap_quiet(j);
+	}
+	for (int r = j->first; r < j->first + j->count; r++)
+		if (j->rank[r].pid > 0 && !j->rank[r].exited) {
+			kill(j->rank[r].pid, SIGKILL);
+			waitpid(j->rank[r].pid, NULL, 0);
+			j->rank[r].exited = true;
+		}
+}
+
+void fail(struct job *j, int code, const char *fmt, ...)
+{
+	char why[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	say("%s", why);
+	if (j->ctl >= 0)
+		emunic_wire_send(j->ctl, EMUNIC_BOOT_NODE_FAIL, j->node, why, strlen(why) + 1);
+	for (int k = 1; k < j->nodes; k++)
+		if (j->node_fd[k] >= 0)
+			emunic_wire_send(j->node_fd[k], EMUNIC_BOOT_ABORT, 0, why, strlen(why) + 1);
+	if (any_local_alive(j)) {
+		say("killing the other ranks");
+		kill_locals(j);
+	}
+	exit(code);	/* cleanup() (atexit): counters, netem off */
+}
