@@ -14,6 +14,7 @@
 #include "emunic/boot_wire.h"
 #include <emunic/fault.h>
 #include "emunic/verbs.h"
+#include "emunic/base/timeline.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -48,8 +49,8 @@ static const char usage_text[] =
 "    emunic-run - start the ranks of an emunic job over RDMA\n"
 "\n"
 "SYNOPSIS\n"
-"    emunic-run -n N [-d DEVICE] [-t SECONDS] [-f SPEC] [-c] [-k] [-v] [--]\n"
-"               PROGRAM [ARG...]\n"
+"    emunic-run -n N [-d DEVICE] [-t SECONDS] [-f SPEC] [-c] [-k] [-v]\n"
+"               [--trace FILE] [--] PROGRAM [ARG...]\n"
 "    emunic-run -n N --nodes K --node I --server ADDR:PORT [...] PROGRAM [ARG...]\n"
 "\n"
 "DESCRIPTION\n"
@@ -98,19 +99,28 @@ static const char usage_text[] =
 "        --nodes K        the job spans K nodes (default 1)\n"
 "        --node I         this is node I, 0..K-1\n"
 "        --server A:P     node 0's bootstrap address (needed when K > 1)\n"
+"        --trace FILE     write a timeline of the job to FILE: Chrome/Perfetto\n"
+"                         trace-event JSON (open it in ui.perfetto.dev), one\n"
+"                         process a rank, a track a thread and a queue; sets\n"
+"                         EMUNIC_TRACE for every rank, each writes FILE.rankN\n"
+"                         at exit, and emunic-run joins them into FILE once\n"
+"                         the ranks ended (a rank's part that cannot be\n"
+"                         written is said; the job's status is the ranks')\n"
 "    -v, --verbose        report launches and exits, and the fault spec in\n"
 "                         canonical form\n"
 "    -h, --help           this text\n"
 "\n"
 "ENVIRONMENT\n"
 "    Set for each rank: EMUNIC_RANK, EMUNIC_SIZE, EMUNIC_LOCAL_RANK,\n"
-"    EMUNIC_LOCAL_SIZE, EMUNIC_BOOT_ADDR, EMUNIC_DEVICE when -d is given, and\n"
-"    EMUNIC_FAULTS when --faults is given.\n"
+"    EMUNIC_LOCAL_SIZE, EMUNIC_BOOT_ADDR, EMUNIC_DEVICE when -d is given,\n"
+"    EMUNIC_FAULTS when --faults is given, and EMUNIC_TRACE when --trace is.\n"
 "\n"
 "    Read by emunic-run:\n"
 "    EMUNIC_DEVICE        the device when -d is not given\n"
 "    EMUNIC_FAULTS        the fault spec when --faults is not given; it is\n"
 "                         checked and acted on (netem) the same way\n"
+"    EMUNIC_TRACE         the trace FILE when --trace is not given (a program\n"
+"                         run alone with it writes FILE itself)\n"
 "    PATH                 where tc is looked for (then /usr/sbin and /sbin)\n"
 "\n"
 "EXIT STATUS\n"
@@ -905,6 +915,7 @@ static void parse_args(struct job *j, int argc, char **argv)
 		{ "node", required_argument, NULL, 'I' },
 		{ "server", required_argument, NULL, 'S' },
 		{ "faults", required_argument, NULL, 'f' },
+		{ "trace", required_argument, NULL, 'T' },
 		{ "counters", no_argument, NULL, 'c' },
 		{ "keep-going", no_argument, NULL, 'k' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -926,6 +937,7 @@ static void parse_args(struct job *j, int argc, char **argv)
 		case 'I': j->node = parse_int(optarg, 0, 63, "--node"); break;
 		case 'S': j->server = optarg; break;
 		case 'f': faults = optarg; break;
+		case 'T': setenv("EMUNIC_TRACE", optarg, 1); break;	/* the ranks inherit it */
 		case 'c': j->counters = true; break;
 		case 'k': j->keep_going = true; break;
 		case 'v': j->verbose = true; break;
@@ -1129,6 +1141,8 @@ int main(int argc, char **argv)
 		say("node %d/%d: started ranks %d..%d of %d (%s), bootstrap at %s", j.node, j.nodes, j.first,
 		    j.first + j.count - 1, j.n, path, j.addr);
 	event_loop(&j);
+	if (j.n > 1 && getenv("EMUNIC_TRACE") && *getenv("EMUNIC_TRACE"))	/* the ranks' parts, into one */
+		emunic_trace_merge(getenv("EMUNIC_TRACE"), j.first, j.count);
 	if (j.first_fail)
 		say("%s ended after %.1f s; exiting with status %d, the first failure's: %s",
 		    j.node > 0 ? "this node's ranks" : "the job", elapsed(&j), j.first_fail, j.first_why);
