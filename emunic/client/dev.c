@@ -11,6 +11,7 @@
 #include "emunic/cm/cm.h"
 #include "emunic/fault/fault.h"
 #include "emunic/base/log.h"
+#include "emunic/base/timeline.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -135,6 +136,7 @@ static void dev_free(struct emunic_dev *d)
 	emunic_ring_fini(&d->cmd);
 	nic_objtab_fini(&d->tab);
 	free(d->qp_seq);
+	emunic_tl_dev_close();
 	pthread_mutex_destroy(&d->post_lock);
 	pthread_mutex_destroy(&d->notice_lock);
 	free(d);
@@ -168,6 +170,7 @@ int emunic_dev_open(struct emunic_boot *boot, const struct emunic_dev_attr *attr
 	d->boot = boot;
 	d->rank = emunic_boot_rank(boot);
 	d->size = emunic_boot_size(boot);
+	emunic_tl_dev_open(d->rank, d->size);	/* before the core starts: it records too */
 	if (attr)
 		d->attr = *attr;
 	else

@@ -26,6 +26,7 @@
  */
 #include "emunic/cm/cm.h"
 #include "emunic/base/log.h"
+#include "emunic/base/timeline.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -64,6 +65,7 @@ bool rc_fail(struct emunic_dev *d, struct emunic_qp *qp, int status, unsigned ho
 	c->since_ns = 0;
 	c->next_try_ns = 0;
 	conn_set(qp, CONN_TEARDOWN);
+	EMUNIC_TL(TL_RECONNECTING, TL_TRACK_QP, NIC_HANDLE_INDEX(qp->o.handle), qp->peer, c->left, status, 0);
 	/* A peer that closed while nothing was on its way is not news: the
 	 * pair reconnects only if either side has work for the other. */
 	if (!(how & NIC_QPF_QUIET_IDLE) || nic_qp_has_work(qp))

@@ -8,6 +8,7 @@
  */
 #include "emunic/cm/cm.h"
 #include "emunic/base/log.h"
+#include "emunic/base/timeline.h"
 
 void rc_hello(const struct emunic_qp *qp, struct emunic_conn_hello *h)
 {
@@ -47,7 +48,10 @@ void rc_up(struct emunic_qp *qp)
 	c->up_conn = c->tx_conn = c->conn;
 	qp->imm_sent = 0;
 	c->since_ns = 0;
-	if (conn_down(c))
+	if (conn_down(c)) {
+		EMUNIC_TL(TL_RECONNECTED, TL_TRACK_QP, NIC_HANDLE_INDEX(qp->o.handle), qp->peer,
+			  atomic_load(&qp->reconnects), atomic_load(&qp->qpn), 0);
 		nic_notice(qp->o.dev, "peer %d qp %u: connected again (reconnection %u)", qp->peer,
 			   atomic_load(&qp->qpn), atomic_load(&qp->reconnects));
+	}
 }

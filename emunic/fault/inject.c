@@ -12,6 +12,7 @@
 #include "emunic/nic/unit.h"
 #include "emunic/fault/fault.h"
 #include "emunic/base/log.h"
+#include "emunic/base/timeline.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -80,6 +81,8 @@ static bool recv_ok(struct emunic_dev *d, struct emunic_qp *qp)
 			if (f->hold_us)
 				s->release_ns = now + f->hold_us * 1000;	/* the unit readies it then */
 			atomic_fetch_add(&d->fault_held, 1);
+			EMUNIC_TL(TL_FAULT, TL_TRACK_QP, NIC_HANDLE_INDEX(qp->o.handle), qp->peer, i + 1,
+				  TL_FAULT_RNR_HOLD, 0);
 			nic_notice(d, "fault injected (rnr rule %d): peer %d qp %u: receives held back after %llu%s: "
 				   "the peer's sends meet RNR NAKs", i + 1, qp->peer, atomic_load(&qp->qpn),
 				   (unsigned long long)s->recvs, f->hold_us ? " for a while" : "");
@@ -109,6 +112,8 @@ static bool fail_qp(struct emunic_dev *d, struct emunic_qp *qp, int rule, enum i
 		return false;
 	s->failed = true;
 	atomic_fetch_add(&d->fault_failed, 1);
+	EMUNIC_TL(TL_FAULT, TL_TRACK_QP, NIC_HANDLE_INDEX(qp->o.handle), qp->peer, rule,
+		  state == IBV_QPS_RESET ? TL_FAULT_QP_RESET : TL_FAULT_QP_ERROR, 0);
 	nic_notice(d, "fault injected (rule %d): peer %d qp %u %s", rule, qp->peer, atomic_load(&qp->qpn),
 		   state == IBV_QPS_RESET ? "reset: the peer's packets are dropped from now on"
 					  : "moved to the error state after the injected error");
@@ -172,6 +177,8 @@ static void wc(struct emunic_dev *d, struct emunic_qp *qp, struct ibv_wc *w, int
 		f->hits++;
 		w->status = (enum ibv_wc_status)f->status;
 		atomic_fetch_add(&d->fault_wc, 1);
+		EMUNIC_TL(TL_FAULT, TL_TRACK_QP, NIC_HANDLE_INDEX(qp->o.handle), qp->peer, i + 1, TL_FAULT_WC,
+			  f->status);
 		nic_notice(d, "fault injected (wc rule %d): peer %d qp %u: %s completion #%llu of the rule turned into %s",
 			   i + 1, qp->peer, w->qp_num, emunic_task_op_str(op), (unsigned long long)f->seen,
 			   emunic_wc_status_str(f->status));

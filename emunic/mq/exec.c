@@ -17,6 +17,7 @@
 #include "emunic/mq/mq.h"
 #include "emunic/nic/unit.h"
 #include "emunic/base/log.h"
+#include "emunic/base/timeline.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -193,11 +194,15 @@ static int run_mq(struct emunic_dev *d, struct emunic_mq *mq)
 				wc.qp_num = cq->err_qpn;
 				mq->skipping = !(t->flags & NIC_TASK_LIST_END);
 			}
+			EMUNIC_TL(TL_WAIT_DONE, TL_TRACK_MQ, NIC_HANDLE_INDEX(mq->o.handle), -1,
+				  NIC_HANDLE_INDEX(cq->o.handle), t->target, wc.status);
 			break;
 		case EMUNIC_TASK_SEND_EN:
 		case EMUNIC_TASK_RECV_EN:
 			nic_qp_enable(d, qp, t->op == EMUNIC_TASK_RECV_EN, t->target);
 			wc.peer = qp->peer;
+			EMUNIC_TL(TL_ENABLED, TL_TRACK_MQ, NIC_HANDLE_INDEX(mq->o.handle), qp->peer,
+				  NIC_HANDLE_INDEX(qp->o.handle), t->target, t->op);
 			break;
 		case EMUNIC_TASK_CALC:
 			nic_task_calc(t);

@@ -8,6 +8,7 @@
  */
 #include "emunic/mq/mq.h"
 #include "emunic/base/log.h"
+#include "emunic/base/timeline.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -222,6 +223,7 @@ static void commit(struct emunic_mq *mq, struct shadow *sh, unsigned nsh, const 
 	for (unsigned i = 0; i < n; i++) {
 		const struct emunic_task *t = &tasks[i];
 
+		EMUNIC_TL(TL_TASK_POSTED, TL_TRACK_MQ, NIC_HANDLE_INDEX(mq->o.handle), -1, t->wr_id, t->op, i);
 		if (t->op == EMUNIC_TASK_WAIT) {
 			uint64_t target = cmd_at(mq->o.dev, NULL, i)->target;
 

@@ -16,6 +16,7 @@
  */
 #include "emunic/nic/nic.h"
 #include "emunic/base/log.h"
+#include "emunic/base/timeline.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -241,6 +242,7 @@ static void *core_main(void *arg)
 	go_realtime(d);
 	pin(d);
 	nic_set_core_thread();
+	emunic_tl_thread_name("core");
 	while (!atomic_load_explicit(&d->stop, memory_order_acquire)) {
 		int n;
 

@@ -14,6 +14,7 @@
  */
 #include "emunic/nic/nic.h"
 #include "emunic/base/log.h"
+#include "emunic/base/timeline.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -146,6 +147,7 @@ bool nic_qp_failed(struct emunic_dev *d, struct emunic_qp *qp, int status, unsig
 static void task_done(struct emunic_dev *d, struct emunic_qp *qp, struct nic_task *t, int status,
 		      const struct ibv_wc *wc)
 {
+	EMUNIC_TL(TL_COMPLETION, TL_TRACK_QP, NIC_HANDLE_INDEX(qp->o.handle), qp->peer, t->wr_id, t->op, status);
 	if (t->ops)
 		t->ops->done(d, qp, t, status, wc);
 }
@@ -413,6 +415,11 @@ static int push_queue(struct emunic_dev *d, struct emunic_qp *qp, bool recv)
 				}
 			}
 		}
+		/* Before the call: rxe's loopback may deliver (and the peer
+		 * complete) inside it. */
+		for (unsigned i = 0; i < k && emunic_tl_on; i++)
+			EMUNIC_TL(TL_WR_POSTED, TL_TRACK_QP, NIC_HANDLE_INDEX(qp->o.handle), qp->peer,
+				  nic_fifo_at(f, first + i)->wr_id, nic_fifo_at(f, first + i)->op, first + i);
 		took = post_chain(d, qp, f, first, k, recv, recv ? (void *)rwr : (void *)swr);
 		for (unsigned i = 0; i < took; i++) {
 			struct nic_task *t = nic_fifo_at(f, first + i);

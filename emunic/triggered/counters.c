@@ -7,6 +7,7 @@
  */
 #include "emunic/triggered/trig.h"
 #include "emunic/base/log.h"
+#include "emunic/base/timeline.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -148,6 +149,8 @@ void trig_ct_add(struct emunic_dev *d, struct emunic_ct *ct, uint64_t success, u
 		return;
 	atomic_fetch_add_explicit(&ct->success, success, memory_order_release);
 	atomic_fetch_add_explicit(&ct->failure, failure, memory_order_release);
+	EMUNIC_TL(TL_CT_CHANGE, TL_TRACK_CT, NIC_HANDLE_INDEX(ct->o.handle), -1, atomic_load(&ct->success),
+		  atomic_load(&ct->failure), 0);
 	trig_ct_changed(d, ct);
 	emunic_word_bump(&ct->word);
 }
@@ -158,6 +161,7 @@ void trig_ct_store(struct emunic_dev *d, struct emunic_ct *ct, struct emunic_ct_
 		return;
 	atomic_store_explicit(&ct->success, v.success, memory_order_release);
 	atomic_store_explicit(&ct->failure, v.failure, memory_order_release);
+	EMUNIC_TL(TL_CT_CHANGE, TL_TRACK_CT, NIC_HANDLE_INDEX(ct->o.handle), -1, v.success, v.failure, 1);
 	trig_ct_changed(d, ct);
 	emunic_word_bump(&ct->word);
 }

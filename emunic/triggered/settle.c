@@ -21,6 +21,7 @@
  */
 #include "emunic/triggered/trig.h"
 #include "emunic/base/log.h"
+#include "emunic/base/timeline.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -51,6 +52,8 @@ int trig_settle(struct emunic_dev *d)
 			ct->pending = x->next;
 			x->next = NULL;
 			atomic_fetch_sub(&t->used, 1);
+			EMUNIC_TL(TL_TRIG_FIRED, TL_TRACK_CT, NIC_HANDLE_INDEX(ct->o.handle), x->peer, x->user,
+				  x->threshold, x->kind);
 			trig_fire(d, x);
 		}
 	}

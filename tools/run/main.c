@@ -2,6 +2,7 @@
 /* emunic-run's order of things (see run.h): check, launch, serve the
  * bootstrap until every rank has ended, and clean up on every way out. */
 #include "run.h"
+#include "emunic/base/timeline.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -162,6 +163,8 @@ int main(int argc, char **argv)
 		say("node %d/%d: started ranks %d..%d of %d (%s), bootstrap at %s", j.node, j.nodes, j.first,
 		    j.first + j.count - 1, j.n, path, j.addr);
 	event_loop(&j);
+	if (j.n > 1 && getenv("EMUNIC_TRACE") && *getenv("EMUNIC_TRACE"))	/* the ranks' parts, into one */
+		emunic_trace_merge(getenv("EMUNIC_TRACE"), j.first, j.count);
 	if (j.first_fail)
 		say("%s ended after %.1f s; exiting with status %d, the first failure's: %s",
 		    j.node > 0 ? "this node's ranks" : "the job", elapsed(&j), j.first_fail, j.first_why);

@@ -11,7 +11,7 @@
 #include <string.h>
 
 /* Long-only options' keys, above any short letter. */
-enum { OPT_NODES = 256, OPT_NODE, OPT_SERVER };
+enum { OPT_NODES = 256, OPT_NODE, OPT_SERVER, OPT_TRACE };
 
 /* A new option is a row here (in --help's order) and a case in
  * parse_args().  help: its lines, joined by '\n'. */
@@ -46,6 +46,14 @@ static const struct run_option {
 	{ "node", required_argument, OPT_NODE, "    --node I", "this is node I, 0..K-1" },
 	{ "server", required_argument, OPT_SERVER, "    --server A:P",
 	  "node 0's bootstrap address (needed when K > 1)" },
+	{ "trace", required_argument, OPT_TRACE, "    --trace FILE",
+	  "write a timeline of the job to FILE: Chrome/Perfetto\n"
+	  "trace-event JSON (open it in ui.perfetto.dev), one\n"
+	  "process a rank, a track a thread and a queue; sets\n"
+	  "EMUNIC_TRACE for every rank, each writes FILE.rankN\n"
+	  "at exit, and emunic-run joins them into FILE once\n"
+	  "the ranks ended (a rank's part that cannot be\n"
+	  "written is said; the job's status is the ranks')" },
 	{ "verbose", no_argument, 'v', "-v, --verbose",
 	  "report launches and exits, and the fault spec in\n"
 	  "canonical form" },
@@ -58,8 +66,8 @@ static const char usage_head[] =
 "    emunic-run - start the ranks of an emunic job over RDMA\n"
 "\n"
 "SYNOPSIS\n"
-"    emunic-run -n N [-d DEVICE] [-t SECONDS] [-f SPEC] [-c] [-k] [-v] [--]\n"
-"               PROGRAM [ARG...]\n"
+"    emunic-run -n N [-d DEVICE] [-t SECONDS] [-f SPEC] [-c] [-k] [-v]\n"
+"               [--trace FILE] [--] PROGRAM [ARG...]\n"
 "    emunic-run -n N --nodes K --node I --server ADDR:PORT [...] PROGRAM [ARG...]\n"
 "\n"
 "DESCRIPTION\n"
@@ -95,13 +103,15 @@ static const char usage_tail[] =
 "\n"
 "ENVIRONMENT\n"
 "    Set for each rank: EMUNIC_RANK, EMUNIC_SIZE, EMUNIC_LOCAL_RANK,\n"
-"    EMUNIC_LOCAL_SIZE, EMUNIC_BOOT_ADDR, EMUNIC_DEVICE when -d is given, and\n"
-"    EMUNIC_FAULTS when --faults is given.\n"
+"    EMUNIC_LOCAL_SIZE, EMUNIC_BOOT_ADDR, EMUNIC_DEVICE when -d is given,\n"
+"    EMUNIC_FAULTS when --faults is given, and EMUNIC_TRACE when --trace is.\n"
 "\n"
 "    Read by emunic-run:\n"
 "    EMUNIC_DEVICE        the device when -d is not given\n"
 "    EMUNIC_FAULTS        the fault spec when --faults is not given; it is\n"
 "                         checked and acted on (netem) the same way\n"
+"    EMUNIC_TRACE         the trace FILE when --trace is not given (a program\n"
+"                         run alone with it writes FILE itself)\n"
 "    PATH                 where tc is looked for (then /usr/sbin and /sbin)\n"
 "\n"
 "EXIT STATUS\n"
@@ -194,6 +204,7 @@ void parse_args(struct job *j, int argc, char **argv)
 		case OPT_NODES: j->nodes = parse_int(optarg, 1, MAX_NODES, "--nodes"); break;
 		case OPT_NODE: j->node = parse_int(optarg, 0, MAX_NODES - 1, "--node"); break;
 		case OPT_SERVER: j->server = optarg; break;
+		case OPT_TRACE: setenv("EMUNIC_TRACE", optarg, 1); break;	/* the ranks inherit it */
 		case 'f': faults = optarg; break;
 		case 'c': j->counters = true; break;
 		case 'k': j->keep_going = true; break;

@@ -1,0 +1,126 @@
+"""Timeline traces (emunic-run --trace FILE, EMUNIC_TRACE): Chrome/Perfetto
+trace-event JSON, one process a rank, a track a thread and a queue.  On rxe:
+the JSON of a 2-rank barrier and of a triggered chain, parsed, with its
+events in the order the rules imply (the ranks share one clock); a fault
+and the reconnection after it; no file when off; a path that cannot be
+written is named and the job still does its work."""
+import json
+import re
+
+from conftest import BIN
+
+RUN = BIN + "/emunic-run"
+
+
+def traced(rxe, n, args, path, opts="", timeout=60):
+    """Runs a job with --trace path in the guest; returns (rc, output, doc),
+    doc the parsed JSON (None when no file)."""
+    rc, out = rxe.run("rm -f {p} {p}.rank*; {run} -n {n} -t {t} {o} --trace {p} {a} 2>&1; echo \"### rc=$?\"; "
+                      "ls {p}.rank* 2>/dev/null; echo '### json'; cat {p} 2>/dev/null"
+                      .format(p=path, run=RUN, n=n, t=timeout, o=opts, a=args), timeout=timeout + 30)
+    head, _, body = out.partition("### json\n")
+    m = re.search(r"### rc=(\d+)", head)
+    assert m, out
+    return int(m.group(1)), head, json.loads(body) if body.strip() else None
+
+
+def queue_events(doc, pid, name, **args):
+    """The events `name` on pid's queue tracks whose args match, in time order."""
+    ev = [e for e in doc["traceEvents"] if e["ph"] == "i" and e["cat"] == "queue" and e["pid"] == pid
+          and e["name"] == name and all(e["args"].get(k) == v for k, v in args.items())]
+    return sorted(ev, key=lambda e: e["ts"])
+
+
+def track_names(doc, pid):
+    return {e["args"]["name"] for e in doc["traceEvents"]
+            if e["ph"] == "M" and e["name"] == "thread_name" and e["pid"] == pid}
+
+
+def test_barrier_order(rxe):
+    rounds = 4
+    rc, out, doc = traced(rxe, 2, BIN + "/emunic-barrier --impl mq --rounds %d" % rounds, "/tmp/tl-bar.json")
+    assert rc == 0 and " 0 violations" in out, out
+    assert ".rank" not in out, "the ranks' parts were not merged and removed:\n" + out
+    assert doc["displayTimeUnit"] == "ns", doc.keys()
+    procs = {e["pid"]: e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "process_name"}
+    assert procs == {0: "rank 0", 1: "rank 1"}, procs
+    send_wr = {}
+    for r in (0, 1):
+        names = track_names(doc, r)
+        assert {"app", "core"} <= names, names
+        assert any(re.fullmatch(r"mq \d+", n) for n in names), names
+        assert any(re.fullmatch(r"qp \d+ -> peer %d" % (1 - r), n) for n in names), names
+        send_wr[r] = queue_events(doc, r, "WR posted", op="SEND")
+        assert len(send_wr[r]) >= rounds, send_wr[r]
+    for r in (0, 1):
+        # The barrier's list, round k: RECV SEND SEND_EN WAIT (barrier.c).
+        posted = queue_events(doc, r, "task posted", op="SEND")
+        enabled = queue_events(doc, r, "enabled", op="SEND_EN")
+        done = queue_events(doc, r, "completion", op="SEND", status=0)
+        recvs = queue_events(doc, r, "completion", op="RECV", status=0)
+        waits = queue_events(doc, r, "WAIT satisfied", status=0)
+        for seq in (posted, enabled, done, recvs, waits):
+            assert len(seq) >= rounds, (r, seq)
+        for k in range(rounds):
+            chain = [posted[k], enabled[k], send_wr[r][k], done[k]]
+            assert [e["ts"] for e in chain] == sorted(e["ts"] for e in chain), (r, k, chain)
+            # The k-th WAIT counts the k-th arrival: after the peer's k-th
+            # SEND went to verbs and this rank's receive completed.
+            assert send_wr[1 - r][k]["ts"] <= waits[k]["ts"], (r, k, send_wr[1 - r][k], waits[k])
+            assert recvs[k]["ts"] <= waits[k]["ts"], (r, k, recvs[k], waits[k])
+            assert waits[k]["args"]["target"] == waits[0]["args"]["target"] + k, waits[k]
+
+
+def test_triggered_chain_order(rxe):
+    rc, out, doc = traced(rxe, 2, BIN + "/emunic-trigtest chain", "/tmp/tl-chain.json")
+    assert rc == 0 and "emunic-trigtest: chain: PASS" in out, out
+    fired = {e["args"]["user"]: e for e in queue_events(doc, 0, "trigger fired")}
+    assert set(range(100)) <= set(fired), sorted(fired)
+    wr_op = {0: "FETCH_ADD", 1: "WRITE_IMM"}    # chain op i: fetch_add, put, ct_inc by i % 3
+    for i in range(99):
+        # Op i fires on c[i-1]; its completion counts on c[i], which op i+1 fires on.
+        ct = fired[i + 1]["args"]["ct"]
+        change = queue_events(doc, 0, "counter change", ct=ct, success=1)
+        assert change, (i, ct)
+        steps = [fired[i]]
+        if i % 3 in wr_op:
+            steps.append(queue_events(doc, 0, "WR posted", wr_id=i, op=wr_op[i % 3])[0])
+            steps.append(queue_events(doc, 0, "completion", wr_id=i, op=wr_op[i % 3], status=0)[0])
+        steps += [change[0], fired[i + 1]]
+        assert [e["ts"] for e in steps] == sorted(e["ts"] for e in steps), (i, steps)
+    # A put's arrival is counted at the target (rank 1's counter).
+    assert queue_events(doc, 1, "counter change"), "no counter change on rank 1"
+
+
+def test_fault_and_reconnection(rxe):
+    rc, out, doc = traced(rxe, 2, BIN + "/emunic-faulttest eager --timeout-ms 8000", "/tmp/tl-fault.json",
+                          opts="-f 'wc:status=REM_ACCESS_ERR,rank=0,op=1'")
+    assert rc == 0 and "fault injected (wc rule 1)" in out, out
+    faults = queue_events(doc, 0, "fault injected", what="completion status (wc)")
+    assert len(faults) == 1 and faults[0]["args"]["status"] == 10, faults   # IBV_WC_REM_ACCESS_ERR
+    again = [e for r in (0, 1) for e in queue_events(doc, r, "reconnected")]
+    assert again and all(e["ts"] > faults[0]["ts"] for e in again), (faults, again)
+    assert queue_events(doc, 0, "reconnecting"), out
+
+
+def test_off_writes_nothing_and_one_rank_writes_file(rxe):
+    rc, out = rxe.run("rm -rf /tmp/tl-off && mkdir /tmp/tl-off && cd /tmp/tl-off && "
+                      "env -u EMUNIC_TRACE %s -n 2 -t 60 %s/emunic-barrier --impl mq --rounds 3 2>&1; "
+                      "echo \"### rc=$?\"; ls -A /tmp/tl-off; echo '### end'" % (RUN, BIN), timeout=90)
+    assert "### rc=0" in out and " 0 violations" in out, out
+    assert out.split("### rc=0\n")[1] == "### end\n", "files written with tracing off:\n" + out
+    # A job of one rank: the rank writes FILE itself (EMUNIC_TRACE alone).
+    rc, out = rxe.run("rm -f /tmp/tl-one.json; EMUNIC_TRACE=/tmp/tl-one.json %s -n 1 %s/emunic-barrier --impl mq "
+                      "--rounds 3 2>&1; echo '### json'; cat /tmp/tl-one.json" % (RUN, BIN), timeout=60)
+    doc = json.loads(out.split("### json\n")[1])
+    assert {"rank 0"} == {e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "process_name"}, out
+
+
+def test_unwritable_path_is_named_and_the_job_runs(rxe):
+    rc, out, doc = traced(rxe, 2, BIN + "/emunic-barrier --impl mq --rounds 3", "/nonexistent-dir/t.json")
+    assert rc == 0 and " 0 violations" in out, out
+    for r in (0, 1):
+        assert ("emunic: rank %d: trace: cannot write /nonexistent-dir/t.json.rank%d (EMUNIC_TRACE): No such "
+                "file or directory; running untraced" % (r, r)) in out, out
+    assert "no rank wrote its part of /nonexistent-dir/t.json" in out, out
+    assert doc is None, out
