@@ -100,15 +100,17 @@ static void set_local_ranks(const pmix_proc_t *me, const pmix_proc_t *job)
 
 	/* The standard's types: uint16 for the rank, uint32 for the size. */
 	if (PMIx_Get(me, PMIX_LOCAL_RANK, NULL, 0, &v) == PMIX_SUCCESS) {
-		snprintf(s, sizeof(s), "%u", (unsigned)v->data.uint16);
-		if (v->type == PMIX_UINT16)
+		if (v->type == PMIX_UINT16) {
+			snprintf(s, sizeof(s), "%u", (unsigned)v->data.uint16);
 			setenv("EMUNIC_LOCAL_RANK", s, 0);
+		}
 		PMIX_VALUE_RELEASE(v);
 	}
 	if (PMIx_Get(job, PMIX_LOCAL_SIZE, NULL, 0, &v) == PMIX_SUCCESS) {
-		snprintf(s, sizeof(s), "%u", (unsigned)v->data.uint32);
-		if (v->type == PMIX_UINT32)
+		if (v->type == PMIX_UINT32) {
+			snprintf(s, sizeof(s), "%u", (unsigned)v->data.uint32);
 			setenv("EMUNIC_LOCAL_SIZE", s, 0);
+		}
 		PMIX_VALUE_RELEASE(v);
 	}
 }

@@ -1,5 +1,7 @@
 """Management-queue conformance on rxe: one check per rule of DESIGN.md
 ("Management queues"), each run by two ranks through the progress core."""
+import re
+
 import pytest
 
 from conftest import BIN, run_ctest
@@ -86,6 +88,17 @@ def test_progress_cores_pinned_apart(rxe):
     assert "rank 0: debug: device rxe0: progress core started" in out and "cpu 0)" in out, out
     assert "rank 1: debug: device rxe0: progress core started" in out and "cpu 1)" in out, out
     assert "cannot pin" not in out, out
+
+
+def test_a_bound_rank_keeps_its_core_among_its_cpus(rxe):
+    """A rank bound to some CPUs (as Slurm's task/affinity binds) pins its
+    core only among them: bound to CPU 0 alone, it does not pin at all,
+    where unbound on the guest's 2 CPUs it takes CPU 1."""
+    out = run_ctest(rxe, "EMUNIC_DEBUG=1 %s/emunic-run -n 1 -t 60 %s/emunic-barrier --impl mq --rounds 2; "
+                    "EMUNIC_DEBUG=1 taskset -c 0 %s/emunic-run -n 1 -t 60 %s/emunic-barrier --impl mq --rounds 2"
+                    % (BIN, BIN, BIN, BIN), timeout=90)
+    started = re.findall(r"progress core started \(\w+, cpu (-?\d+)\)", out)
+    assert started == ["1", "-1"], out
 
 
 def test_core_runs_at_real_time_priority(rxe):

@@ -124,3 +124,61 @@ def test_unwritable_path_is_named_and_the_job_runs(rxe):
                 "file or directory; running untraced" % (r, r)) in out, out
     assert "no rank wrote its part of /nonexistent-dir/t.json" in out, out
     assert doc is None, out
+
+
+def test_parts_left_by_another_launcher_are_joined(rxe):
+    """Under Open MPI's mpirun (a PMIx launcher, no emunic-run) each rank
+    leaves FILE.rankN; emunic-run -n N --join-trace FILE joins them into one
+    document, and says which part is missing when one is (exit 1)."""
+    p = "/tmp/tl-pmix.json"
+    rc, out = rxe.run("rm -f {p} {p}.rank*; OMPI_MCA_plm=isolated OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 "
+                      "timeout 90 mpirun --allow-run-as-root --oversubscribe -np 2 -x EMUNIC_TRACE={p} "
+                      "{b}/emunic-barrier --impl mq --rounds 3 && ls {p}.rank* && cp {p}.rank1 /tmp/tl-keep && "
+                      "{run} -n 2 --join-trace {p}; echo \"### rc=$?\"; ls {p}.rank* 2>&1; echo '### json'; cat {p}"
+                      .format(p=p, b=BIN, run=RUN), timeout=120)
+    head, _, body = out.partition("### json\n")
+    assert "### rc=0" in head and "%s.rank0\n%s.rank1\n" % (p, p) in head, out
+    assert "No such file" in head.split("### rc=0")[1], "the parts stay after the join:\n" + out
+    doc = json.loads(body)
+    assert {e["pid"] for e in doc["traceEvents"] if e["name"] == "process_name"} == {0, 1}, out
+    assert len(queue_events(doc, 0, "WR posted", op="SEND")) >= 3, out
+    # Rank 0's part missing: rank 1's is joined, rank 0's named, exit 1.
+    rc, out = rxe.run("rm -f {p}; mv /tmp/tl-keep {p}.rank1; {run} -n 2 --join-trace {p}"
+                      .format(p=p, run=RUN), timeout=30)
+    assert rc == 1 and "%s.rank0" % p in out, out
+
+
+def test_a_failed_job_is_traced_and_old_parts_are_not_joined(rxe):
+    """A job whose ranks fail (an injected error ends the barrier) still gets
+    its trace joined, with the fault in it: the trace a failure is most
+    wanted for.  A part an earlier job left (FILE.rank1 here) is removed
+    before the ranks start, never joined as this job's."""
+    p = "/tmp/tl-fail.json"
+    rc, out = rxe.run("rm -f {p} {p}.rank*; echo '{{\"traceEvents\":[' > {p}.rank1; "
+                      "{run} -n 2 -t 60 -f 'wc:status=REM_ACCESS_ERR,rank=0,op=2' --trace {p} "
+                      "{b}/emunic-barrier --impl mq --rounds 5 2>&1; echo \"### rc=$?\"; ls {p}.rank* 2>&1; "
+                      "echo '### json'; cat {p}".format(p=p, run=RUN, b=BIN), timeout=90)
+    head, _, body = out.partition("### json\n")
+    assert not re.search(r"### rc=0\b", head), out
+    assert "not a whole trace file" not in head, "an earlier job's part was joined:\n" + out
+    doc = json.loads(body)
+    ranks = {e["pid"] for e in doc["traceEvents"] if e["name"] == "process_name"}
+    assert 0 in ranks, out
+    assert queue_events(doc, 0, "fault injected"), out
+
+
+def test_each_node_joins_its_own_ranks(guest_pair):
+    """Across nodes each node's emunic-run joins its ranks into FILE.nodeI:
+    with a shared file system, one FILE would be written by every node."""
+    a, b = guest_pair.guests
+    p = "/tmp/tl-nodes.json"
+    cmd = ("rm -f {p}*; {run} -n 2 --nodes 2 --node {{node}} --server {ip}:7713 -t 90 --trace {p} "
+           "{b}/emunic-mqtest held; echo \"### rc=$?\"; ls {p}*; echo '### json'; cat {p}.node{{node}}"
+           .format(p=p, run=RUN, ip=guest_pair.IPS[0], b=BIN))
+    jobs = [g.submit(cmd.format(node=i), timeout=150) for i, g in enumerate((a, b))]
+    for i, (g, j) in enumerate(zip((a, b), jobs)):
+        rc, out = g.wait(j)
+        head, _, body = out.partition("### json\n")
+        assert "### rc=0" in head and head.split("### rc=0\n")[1] == "%s.node%d\n" % (p, i), out
+        doc = json.loads(body)
+        assert {e["pid"] for e in doc["traceEvents"] if e["name"] == "process_name"} == {i}, out

@@ -26,6 +26,7 @@ static struct emunic_tl_buf *tl_list, **tl_tail = &tl_list;
 static bool tl_started;		/* EMUNIC_TRACE was read */
 static int tl_devs;		/* devices open */
 static int tl_rank;
+static pid_t tl_pid;		/* the process that opened tl_file */
 static FILE *tl_file;
 static char tl_path[PATH_MAX + 32];
 
@@ -132,8 +133,12 @@ static void tl_at_exit(void)
 {
 	int r;
 
+	/* A child that forked from a traced rank and exits (emunic-bench
+	 * instr re-runs itself) must not write, or close, the parent's file. */
+	if (getpid() != tl_pid)
+		return;
 	pthread_mutex_lock(&tl_lock);
-	emunic_tl_on = false;
+	__atomic_store_n(&emunic_tl_on, false, __ATOMIC_RELAXED);
 	if (tl_file) {
 		r = emunic_tl_write_json(tl_file, tl_rank, tl_list);
 		if (fclose(tl_file) && !r)
@@ -172,8 +177,9 @@ static void tl_start(int rank, int size)
 		return;
 	}
 	tl_rank = rank;
+	tl_pid = getpid();
 	atexit(tl_at_exit);
-	emunic_tl_on = true;
+	__atomic_store_n(&emunic_tl_on, true, __ATOMIC_RELAXED);
 }
 
 void emunic_tl_dev_open(int rank, int size)

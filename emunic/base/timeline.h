@@ -96,9 +96,10 @@ int emunic_tl_write_json(void *f, int rank, const struct emunic_tl_buf *list);
 
 /* ---- timeline_merge.c: for the launcher ----------------------------------------------- */
 
-/* Joins the fragments OUT.rankR of ranks first .. first + count - 1 that
- * exist into one JSON document OUT and removes them.  Returns the number of
- * fragments merged or -errno; what it could not do is said on stderr. */
-int emunic_trace_merge(const char *out, int first, int count);
+/* Joins the fragments PARTS.rankR of ranks first .. first + count - 1
+ * that exist into one JSON document OUT and removes them.  Returns the
+ * number of fragments merged or -errno; what it could not do is said on
+ * stderr. */
+int emunic_trace_merge(const char *parts, const char *out, int first, int count);
 
 #endif

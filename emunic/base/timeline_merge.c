@@ -16,9 +16,9 @@
 
 #define HEADER "{\"traceEvents\":[\n"
 
-static void frag_path(char *s, size_t len, const char *out, int rank)
+static void frag_path(char *s, size_t len, const char *parts, int rank)
 {
-	snprintf(s, len, "%s.rank%d", out, rank);
+	snprintf(s, len, "%s.rank%d", parts, rank);
 }
 
 /* Copies fragment `path`'s events to o; *first: no event written yet. */
@@ -40,6 +40,8 @@ static int copy(FILE *o, const char *path, bool *first, unsigned long long *drop
 	while ((n = getline(&ln, &cap, f)) > 0) {
 		const char *d;
 
+		if (ln[n - 1] != '\n')
+			break;		/* a line cut short (a full disk, a kill): not copied */
 		if (ln[0] == ']') {	/* the footer */
 			if ((d = strstr(ln, "\"dropped\":\"")))
 				*dropped += strtoull(d + 11, NULL, 10);
@@ -56,7 +58,7 @@ out:
 	return r;
 }
 
-int emunic_trace_merge(const char *out, int first, int count)
+int emunic_trace_merge(const char *parts, const char *out, int first, int count)
 {
 	char path[4096];
 	unsigned long long dropped = 0;
@@ -65,12 +67,12 @@ int emunic_trace_merge(const char *out, int first, int count)
 	FILE *o;
 
 	for (int k = first; k < first + count && none; k++) {
-		frag_path(path, sizeof(path), out, k);
+		frag_path(path, sizeof(path), parts, k);
 		none = access(path, R_OK) != 0;
 	}
 	if (none) {
 		fprintf(stderr, "emunic: trace: no rank wrote its part of %s (%s.rank%d ...): nothing to merge\n", out,
-			out, first);
+			parts, first);
 		return -ENOENT;
 	}
 	ok = calloc((size_t)count, sizeof(*ok));
@@ -78,18 +80,19 @@ int emunic_trace_merge(const char *out, int first, int count)
 	if (!o) {
 		r = ok ? -errno : -ENOMEM;
 		fprintf(stderr, "emunic: trace: cannot write %s: %s; the ranks' parts stay in %s.rankN\n", out,
-			strerror(-r), out);
+			strerror(-r), parts);
 		free(ok);
 		return r;
 	}
 	fputs(HEADER, o);
 	none = true;
 	for (int k = first; k < first + count; k++) {
-		frag_path(path, sizeof(path), out, k);
+		frag_path(path, sizeof(path), parts, k);
 		r = copy(o, path, &none, &dropped);
 		if (r) {
-			fprintf(stderr, "emunic: trace: rank %d's part %s: %s; %s has the other ranks'\n", k, path,
-				r == -EPROTO ? "not a whole trace file" : strerror(-r), out);
+			fprintf(stderr, "emunic: trace: rank %d's part %s: %s; %s has the other ranks'%s\n", k, path,
+				r == -EPROTO ? "not a whole trace file" : strerror(-r), out,
+				r == -EPROTO ? " and its events up to where it ends" : "");
 			continue;
 		}
 		ok[k - first] = true;
@@ -100,12 +103,12 @@ int emunic_trace_merge(const char *out, int first, int count)
 	if (fclose(o)) {
 		r = -errno;
 		fprintf(stderr, "emunic: trace: writing %s failed: %s; the ranks' parts stay in %s.rankN\n", out,
-			strerror(-r), out);
+			strerror(-r), parts);
 		free(ok);
 		return r;
 	}
 	for (int k = first; k < first + count; k++) {
-		frag_path(path, sizeof(path), out, k);
+		frag_path(path, sizeof(path), parts, k);
 		if (ok[k - first])
 			unlink(path);	/* in OUT now */
 	}

@@ -63,8 +63,27 @@ static int pick_list_tasks(struct emunic_dev *d)
 
 /* EMUNIC_CPU is one CPU or a comma list; local rank i takes the i-th
  * (cycling), so ranks on one node pin their cores apart.  Without it the
- * core is pinned only where a CPU is free for it: with at least two CPUs a
- * local rank, local rank i's core takes CPU (n - 1 - i). */
+ * core is pinned only where a CPU is free for it.  A rank free to run
+ * anywhere, with at least two CPUs a local rank: local rank i's core takes
+ * CPU (n - 1 - i).  A rank bound to some of the node's CPUs (Slurm's
+ * task/affinity, mpirun --bind-to, a cpuset) keeps its core among them:
+ * the i-th highest of its own (cycling), when it has two or more. */
+static int pick_free_cpu(int local, int nlocal, long online)
+{
+	cpu_set_t mine;
+	int n, k;
+
+	if (sched_getaffinity(0, sizeof(mine), &mine) || (n = CPU_COUNT(&mine)) >= online)
+		return online >= 2L * nlocal ? (int)(online - 1 - local) : -1;
+	if (n < 2)
+		return -1;
+	k = local % n;		/* the k-th highest of this rank's CPUs */
+	for (int c = CPU_SETSIZE - 1; c >= 0; c--)
+		if (CPU_ISSET(c, &mine) && k-- == 0)
+			return c;
+	return -1;
+}
+
 static int pick_cpu(void)
 {
 	const char *s = getenv("EMUNIC_CPU");
@@ -73,7 +92,7 @@ static int pick_cpu(void)
 	char *end;
 
 	if (!s || !*s)
-		return online >= 2L * nlocal ? (int)(online - 1 - local) : -1;
+		return pick_free_cpu(local, nlocal, online);
 	while (*s && n < 256) {
 		long v = strtol(s, &end, 10);
 

@@ -22,10 +22,11 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "harness.h"
 
-#define EXIT_VERIFY 1
-#define EXIT_USAGE 2
-#define EXIT_RUN 3
+#define EXIT_VERIFY TEST_FAIL
+#define EXIT_USAGE TEST_USAGE
+#define EXIT_RUN TEST_NORUN
 #define MAX_REPORTS 10
 
 /* IMPL_NONE: no barrier at all, so the verification must fail. */

@@ -15,13 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "harness.h"
 
 enum op { OP_WRITE, OP_IMM, OP_SEND, OP_READ, OP_FAA, OP_COUNT };
 static const char *const op_name[OP_COUNT] = { "write", "write_imm", "send", "read", "fetch_add" };
 
-#define EXIT_VERIFY 1
-#define EXIT_USAGE 2
-#define EXIT_RDMA 3
+#define EXIT_VERIFY TEST_FAIL
+#define EXIT_USAGE TEST_USAGE
+#define EXIT_RDMA TEST_NORUN
 
 struct remote {
 	uint64_t addr;

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "harness.h"
 
 struct t {
 	struct emunic_boot *boot;
@@ -55,7 +56,7 @@ static struct t *const T = &T_;
 static void die(const char *what, int r)
 {
 	fprintf(stderr, "emunic-faulttest: rank %d: %s failed: %s\n", T->rank, what, strerror(-r));
-	exit(3);
+	exit(TEST_NORUN);
 }
 
 static long ms_since(const struct timespec *t0)
@@ -441,7 +442,7 @@ int main(int argc, char **argv)
 			T->reconnects = atoi(argv[i + 1]);
 		} else {
 			usage(stderr);
-			return 2;
+			return TEST_USAGE;
 		}
 	}
 	if ((r = emunic_boot_init(&T->boot)))
@@ -450,7 +451,7 @@ int main(int argc, char **argv)
 	emunic_log_set_rank(T->rank);
 	if (emunic_boot_size(T->boot) != 2 && strcmp(T->op, "barrier-dead") && strcmp(T->op, "others")) {
 		fprintf(stderr, "emunic-faulttest: needs 2 ranks\n");
-		return 2;
+		return TEST_USAGE;
 	}
 	emunic_dev_attr_init(&da);
 	if ((r = emunic_dev_open(T->boot, &da, &T->dev)))
@@ -475,7 +476,7 @@ int main(int argc, char **argv)
 		run_rndv(EMUNIC_RNDV_CHUNKED, 256 * 1024);
 	else {
 		usage(stderr);
-		return 2;
+		return TEST_USAGE;
 	}
 	emunic_fault_stats(T->dev, &fs);
 	printf("faulttest: rank %d: injected: %llu wc, %llu QPs held, %llu QPs failed\n", T->rank,

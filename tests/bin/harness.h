@@ -2,7 +2,8 @@
 /*
  * The one convention of the test programs in tests/bin (the pytest files
  * run them through conftest.run_ctest): exit 0 pass, 1 fail, 77 skip after
- * a "SKIP: reason" line on stdout.
+ * a "SKIP: reason" line on stdout.  2 (usage) and 3 (the check could not
+ * run: the bootstrap or a verbs call failed) fail as 1 does, and say more.
  *
  * FAIL(fmt, ...) names a failure on stderr and counts it in `fails` (a
  * program that goes on after one ends with harness_status()); DIE names it
@@ -20,7 +21,9 @@
 #include <stdlib.h>
 
 #define TEST_PASS 0
-#define TEST_FAIL 1
+#define TEST_FAIL 1		/* a check failed */
+#define TEST_USAGE 2		/* bad arguments: failing too */
+#define TEST_NORUN 3		/* could not run the check (bootstrap, verbs): failing too */
 #define TEST_SKIP 77
 
 #ifndef HARNESS_RANK

@@ -16,6 +16,43 @@
  * fail() and the end of main exit; the ranks are gone by then. */
 static struct job *cleanup_job;
 
+/* --trace: the ranks' parts, into one file, however the job ended (a
+ * failed job's trace is the one most wanted).  Across nodes each node joins
+ * its own ranks into FILE.nodeI: with a shared file system one FILE would
+ * be written by every node; `emunic-run -n N --join-trace` joins the rest. */
+static const char *trace_parts(const struct job *j)
+{
+	const char *p = getenv("EMUNIC_TRACE");
+
+	return j->n > 1 && p && *p ? p : NULL;
+}
+
+static void trace_join(const struct job *j)
+{
+	const char *p = trace_parts(j);
+	char out[PATH_MAX];
+
+	if (!p)
+		return;
+	if (j->nodes > 1)
+		snprintf(out, sizeof(out), "%s.node%d", p, j->node);
+	else
+		snprintf(out, sizeof(out), "%s", p);
+	emunic_trace_merge(p, out, j->first, j->count);
+}
+
+/* A part a rank of an earlier job left would be joined as this job's. */
+static void trace_clear(const struct job *j)
+{
+	const char *p = trace_parts(j);
+	char part[PATH_MAX];
+
+	for (int r = j->first; p && r < j->first + j->count; r++) {
+		snprintf(part, sizeof(part), "%s.rank%d", p, r);
+		unlink(part);
+	}
+}
+
 static void cleanup(void)
 {
 	struct job *j = cleanup_job;
@@ -27,6 +64,7 @@ static void cleanup(void)
 		counters_report(j);
 	if (j->netem_if[0])
 		netem_stop(j);
+	trace_join(j);
 }
 
 /* The signalfd, and the bootstrap: node 0 listens, the others connect. */
@@ -132,6 +170,8 @@ int main(int argc, char **argv)
 	j.launcher = getpid();
 	j.hw_n = -1;
 	parse_args(&j, argc, argv);
+	if (j.join_trace)	/* what ranks started elsewhere left */
+		return emunic_trace_merge(j.join_trace, j.join_trace, 0, j.n) == j.n ? 0 : EXIT_LAUNCH;
 	r = find_program(j.argv[0], path, sizeof(path));
 	if (r) {
 		say("'%s': %s", j.argv[0], r == EXIT_NOTFOUND ? "program not found (give a path, or put it in PATH)"
@@ -157,14 +197,13 @@ int main(int argc, char **argv)
 	netem_start(&j);
 	if (j.counters)
 		counters_start(&j);
+	trace_clear(&j);
 	for (r = j.first; r < j.first + j.count; r++)
 		start_rank(&j, r, path, &old);
 	if (j.verbose)
 		say("node %d/%d: started ranks %d..%d of %d (%s), bootstrap at %s", j.node, j.nodes, j.first,
 		    j.first + j.count - 1, j.n, path, j.addr);
 	event_loop(&j);
-	if (j.n > 1 && getenv("EMUNIC_TRACE") && *getenv("EMUNIC_TRACE"))	/* the ranks' parts, into one */
-		emunic_trace_merge(getenv("EMUNIC_TRACE"), j.first, j.count);
 	if (j.first_fail)
 		say("%s ended after %.1f s; exiting with status %d, the first failure's: %s",
 		    j.node > 0 ? "this node's ranks" : "the job", elapsed(&j), j.first_fail, j.first_why);

@@ -11,7 +11,7 @@
 #include <string.h>
 
 /* Long-only options' keys, above any short letter. */
-enum { OPT_NODES = 256, OPT_NODE, OPT_SERVER, OPT_TRACE };
+enum { OPT_NODES = 256, OPT_NODE, OPT_SERVER, OPT_TRACE, OPT_JOIN };
 
 /* A new option is a row here (in --help's order) and a case in
  * parse_args().  help: its lines, joined by '\n'. */
@@ -52,8 +52,14 @@ static const struct run_option {
 	  "process a rank, a track a thread and a queue; sets\n"
 	  "EMUNIC_TRACE for every rank, each writes FILE.rankN\n"
 	  "at exit, and emunic-run joins them into FILE once\n"
-	  "the ranks ended (a rank's part that cannot be\n"
-	  "written is said; the job's status is the ranks')" },
+	  "the ranks ended, failed or not (across nodes, node\n"
+	  "I's into FILE.nodeI); a part that cannot be written\n"
+	  "is said; the job's status is the ranks')" },
+	{ "join-trace", required_argument, OPT_JOIN, "    --join-trace FILE",
+	  "start nothing: join FILE.rank0 .. FILE.rank(N-1), the\n"
+	  "parts EMUNIC_TRACE=FILE left under another launcher\n"
+	  "(srun --mpi=pmix, mpirun), into FILE; exit 0 when all\n"
+	  "N were joined, else 1 naming what was missing" },
 	{ "verbose", no_argument, 'v', "-v, --verbose",
 	  "report launches and exits, and the fault spec in\n"
 	  "canonical form" },
@@ -68,6 +74,7 @@ static const char usage_head[] =
 "SYNOPSIS\n"
 "    emunic-run -n N [-d DEVICE] [-t SECONDS] [-f SPEC] [-c] [-k] [-v]\n"
 "               [--trace FILE] [--] PROGRAM [ARG...]\n"
+"    emunic-run -n N --join-trace FILE\n"
 "    emunic-run -n N --nodes K --node I --server ADDR:PORT [...] PROGRAM [ARG...]\n"
 "\n"
 "DESCRIPTION\n"
@@ -205,6 +212,7 @@ void parse_args(struct job *j, int argc, char **argv)
 		case OPT_NODE: j->node = parse_int(optarg, 0, MAX_NODES - 1, "--node"); break;
 		case OPT_SERVER: j->server = optarg; break;
 		case OPT_TRACE: setenv("EMUNIC_TRACE", optarg, 1); break;	/* the ranks inherit it */
+		case OPT_JOIN: j->join_trace = optarg; break;
 		case 'f': faults = optarg; break;
 		case 'c': j->counters = true; break;
 		case 'k': j->keep_going = true; break;
@@ -218,6 +226,12 @@ void parse_args(struct job *j, int argc, char **argv)
 		say("missing -n N: how many ranks to start (see emunic-run --help)");
 		exit(EXIT_USAGE);
 	}
+	if (j->join_trace && optind < argc) {
+		say("--join-trace starts nothing: no PROGRAM after it (see emunic-run --help)");
+		exit(EXIT_USAGE);
+	}
+	if (j->join_trace)
+		return;
 	if (optind >= argc) {
 		say("missing PROGRAM: what each rank runs (see emunic-run --help)");
 		exit(EXIT_USAGE);
