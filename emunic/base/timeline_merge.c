@@ -32,7 +32,11 @@ static int copy(FILE *o, const char *path, bool *first, unsigned long long *drop
 
 	if (!f)
 		return -errno;
-	if (getline(&ln, &cap, f) <= 0 || strcmp(ln, HEADER)) {
+	if (getline(&ln, &cap, f) <= 0) {
+		r = -ENODATA;	/* opened at its first device open, never written: killed */
+		goto out;
+	}
+	if (strcmp(ln, HEADER)) {
 		r = -EPROTO;	/* not a timeline file of ours (or cut short) */
 		goto out;
 	}
@@ -91,8 +95,9 @@ int emunic_trace_merge(const char *parts, const char *out, int first, int count)
 		r = copy(o, path, &none, &dropped);
 		if (r) {
 			fprintf(stderr, "emunic: trace: rank %d's part %s: %s; %s has the other ranks'%s\n", k, path,
-				r == -EPROTO ? "not a whole trace file" : strerror(-r), out,
-				r == -EPROTO ? " and its events up to where it ends" : "");
+				r == -EPROTO ? "not a whole trace file" :
+				r == -ENODATA ? "empty (the rank ended without writing it: killed?)" : strerror(-r),
+				out, r == -EPROTO ? " and its events up to where it ends" : "");
 			continue;
 		}
 		ok[k - first] = true;
