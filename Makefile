@@ -49,7 +49,11 @@ MPICH_LIBS   := $(shell pkg-config --libs mpich 2>/dev/null)
 MPICH_OBJS   := $(patsubst %.c,$(O)/obj/mpich/%.o,$(sort $(wildcard mpi/*.c)))
 MPICH_ALL    := $(if $(and $(MPICH_CFLAGS),$(if $(SAN),,y)),$(O)/lib/libemunic-mpich.so \
                 $(patsubst tests/mpi/%.c,$(O)/bin/%.mpich,$(wildcard tests/mpi/*.c)))
-HEADERS   := $(wildcard include/*.h include/*/*.h emunic/*.h emunic/*/*.h engines/*/*.h shim/*.h shim/*/*.h baseline/*.h)
+HEADERS   := $(wildcard include/*.h include/*/*.h emunic/*.h emunic/*/*.h engines/*/*.h shim/*.h shim/*/*.h \
+             shim/*/*/*.h baseline/*.h)
+# Programs written against MLNX_OFED's verbs_exp (CORE-Direct style): they see
+# shim/verbs_exp's <infiniband/verbs_exp.h> and no emunic header.
+LEGACY_CFLAGS = $(filter-out -Iinclude -I.,$(CFLAGS)) -Ishim/verbs_exp
 
 all: $(O)/lib/libemunic.a $(O)/lib/libemunic.so $(TOOLS) $(TESTBINS) $(MPI_ALL) $(MPICH_ALL)
 
@@ -86,6 +90,11 @@ $(TOOL_DIRS:%=$(O)/bin/emunic-%): $(O)/lib/libemunic.a
 $(O)/bin/%: tests/bin/%.c tests/bin/harness.h $(O)/lib/libemunic.a $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/lib/libemunic.a $(LDLIBS)
+
+# A CORE-Direct program ported to shim/verbs_exp (see LEGACY_CFLAGS).
+$(O)/bin/emunic-exp-barrier: tests/bin/emunic-exp-barrier.c $(O)/lib/libemunic.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LEGACY_CFLAGS) $(LDFLAGS) -o $@ $< $(O)/lib/libemunic.a $(LDLIBS)
 
 $(O)/obj/mpi/%.o: mpi/%.c mpi/mpi_int.h $(HEADERS)
 	@mkdir -p $(dir $@)

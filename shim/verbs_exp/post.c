@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ibv_exp_post_send, ibv_exp_post_task and the ops behind ibv_post_send and
+ * ibv_post_recv: work requests become emunic tasks (wr.c), posted with
+ * emunic_mq_post.
+ *
+ * Where the control work requests run: on the emunic MQ of the QP they were
+ * posted to (in libmlx5 a WAIT or enable WQE executes on the QP whose send
+ * queue holds it, the management QP).  A task list goes to emunic as one
+ * list per stretch of tasks whose control work requests share a management
+ * QP (data work requests join the stretch they are in: emunic sends them to
+ * their own QP's queue whatever the MQ), in order, under the shim's lock.
+ * libmlx5's mlx5_post_task posted task after task with ibv_exp_post_send
+ * under its task_mutex, stopping at the first failure with *bad_task set;
+ * the shim checks every task first and posts nothing when one fails
+ * (stricter: the earlier tasks are not left posted), *bad_task set the same.
+ *
+ * Errors are verbs_exp's: a positive errno returned (and in errno), *bad_wr
+ * (*bad_task) the first refused one; emunic's -ENOSPC (its command ring or
+ * an MQ full) is ENOMEM, as libmlx5's "work queue overflow".
+ */
+#include "shim/verbs_exp/vexp.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct vexp_list {
+	struct emunic_task *t;
+	struct emunic_mq **mq;		/* per task: the MQ it must run on, or NULL (any) */
+	unsigned n, cap;
+};
+
+static int list_grow(struct vexp_list *l)
+{
+	unsigned cap = l->cap ? 2 * l->cap : 16;
+	struct emunic_task *t = realloc(l->t, cap * sizeof(*t));
+	struct emunic_mq **mq;
+
+	if (!t)
+		return ENOMEM;
+	l->t = t;
+	if (!(mq = realloc(l->mq, cap * sizeof(*mq))))
+		return ENOMEM;
+	l->mq = mq;
+	l->cap = cap;
+	return 0;
+}
+
+static int is_control(int op)
+{
+	return op == EMUNIC_TASK_WAIT || op == EMUNIC_TASK_SEND_EN || op == EMUNIC_TASK_RECV_EN;
+}
+
+/* The list's next free task, or NULL when it cannot grow. */
+static struct emunic_task *next_slot(struct vexp_list *l)
+{
+	return l->n < l->cap || !list_grow(l) ? &l->t[l->n] : NULL;
+}
+
+static int add_send(struct vexp_post *p, struct vexp_list *l, struct vexp_qp *qp, struct ibv_exp_send_wr *wr,
+		    struct ibv_exp_send_wr **bad_wr)
+{
+	for (; wr; wr = wr->next) {
+		struct emunic_task *t = next_slot(l);
+		int r = t ? vexp_send_wr_task(p, qp, wr, t) : vexp_fail(ENOMEM, "no memory");
+
+		if (r && bad_wr)
+			*bad_wr = wr;
+		if (r)
+			return r;
+		l->mq[l->n++] = is_control(t->op) ? qp->mq : NULL;
+	}
+	return 0;
+}
+
+static int add_recv(struct vexp_post *p, struct vexp_list *l, struct vexp_qp *qp, struct ibv_recv_wr *wr,
+		    struct ibv_recv_wr **bad_wr)
+{
+	for (struct emunic_task *t; wr; wr = wr->next, l->mq[l->n++] = NULL) {
+		int r = (t = next_slot(l)) ? vexp_recv_wr_task(p, qp, wr, t) : vexp_fail(ENOMEM, "no memory");
+
+		if (r)
+			return bad_wr ? (*bad_wr = wr, r) : r;
+	}
+	return 0;
+}
+
+/* Stretches sharing an MQ, each in lists no longer than the device takes. */
+static int post_runs(const struct vexp_list *l, struct emunic_mq *dflt)
+{
+	struct vexp_state *s = vexp_get();
+	unsigned most = emunic_dev_list_tasks(s->dev), i = 0;
+
+	while (i < l->n) {
+		struct emunic_mq *mq = NULL;
+		unsigned j = i;
+		int r;
+
+		for (; j < l->n && j - i < most; j++) {
+			if (l->mq[j] && mq && l->mq[j] != mq)
+				break;
+			if (l->mq[j])
+				mq = l->mq[j];
+		}
+		r = emunic_mq_post(mq ? mq : dflt, &l->t[i], j - i);
+		if (r == -ENOSPC)
+			return vexp_fail(ENOMEM, "work queue overflow (emunic's MQ or command ring is full)");
+		if (r)
+			return vexp_fail(-r, "emunic_mq_post refused %u tasks", j - i);
+		i = j;
+	}
+	return 0;
+}
+
+static void begin(struct vexp_post *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->epoch = ++vexp_get()->epoch;
+	if (!p->epoch)		/* 0 is every new QP's: never a post's */
+		p->epoch = ++vexp_get()->epoch;
+}
+
+static void end(struct vexp_post *p, struct vexp_list *l, int ok)
+{
+	for (unsigned i = 0; ok && i < p->ntouched; i++) {
+		p->touched[i]->sq = p->touched[i]->sq_tmp;
+		p->touched[i]->rq = p->touched[i]->rq_tmp;
+	}
+	free(p->touched);
+	free(l->t);
+	free(l->mq);
+}
+
+int ibv_exp_post_send(struct ibv_qp *ibqp, struct ibv_exp_send_wr *wr, struct ibv_exp_send_wr **bad_wr)
+{
+	struct vexp_state *s = vexp_get();
+	struct vexp_list l = { 0 };
+	struct vexp_post p;
+	struct vexp_qp *qp;
+	int r;
+
+	if (!ibqp || !vexp_ours(ibqp->context))
+		return vexp_fail(EINVAL, "ibv_exp_post_send: not a QP of ibv_exp_create_qp");
+	qp = to_vqp(ibqp);
+	pthread_mutex_lock(&s->lock);
+	begin(&p);
+	r = add_send(&p, &l, qp, wr, bad_wr);
+	if (!r && l.n && (r = post_runs(&l, qp->mq)) && bad_wr)
+		*bad_wr = wr;
+	end(&p, &l, !r);
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+int vexp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+	struct vexp_state *s = vexp_get();
+	struct vexp_qp *qp = to_vqp(ibqp);
+	struct vexp_list l = { 0 };
+	struct vexp_post p;
+	int r;
+
+	pthread_mutex_lock(&s->lock);
+	begin(&p);
+	r = add_recv(&p, &l, qp, wr, bad_wr);
+	if (!r && l.n && (r = post_runs(&l, qp->mq)) && bad_wr)
+		*bad_wr = wr;
+	end(&p, &l, !r);
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+/* ibv_post_send on a shim QP: the same path, one ibv_send_wr at a time
+ * turned into its verbs_exp form (the opcodes and flags share values). */
+int vexp_post_send_legacy(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	for (; wr; wr = wr->next) {
+		struct ibv_exp_send_wr x = {
+			.wr_id = wr->wr_id, .sg_list = wr->sg_list, .num_sge = wr->num_sge,
+			.exp_opcode = (enum ibv_exp_wr_opcode)wr->opcode, .exp_send_flags = wr->send_flags,
+		};
+		int r;
+
+		x.ex.imm_data = wr->imm_data;
+		x.wr.rdma.remote_addr = wr->wr.rdma.remote_addr;
+		x.wr.rdma.rkey = wr->wr.rdma.rkey;
+		if ((r = ibv_exp_post_send(qp, &x, NULL))) {
+			if (bad_wr)
+				*bad_wr = wr;
+			return r;
+		}
+	}
+	return 0;
+}
+
+int ibv_exp_post_task(struct ibv_context *context, struct ibv_exp_task *task, struct ibv_exp_task **bad_task)
+{
+	struct vexp_state *s = vexp_get();
+	struct vexp_list l = { 0 };
+	struct emunic_mq *dflt = NULL;
+	struct vexp_post p;
+	int r = 0;
+
+	(void)context;		/* libmlx5 took only its task_mutex from it */
+	pthread_mutex_lock(&s->lock);
+	begin(&p);
+	for (struct ibv_exp_task *t = task; t && !r; t = t->next) {
+		struct ibv_qp *q = t->item.qp;
+
+		if (!q || !vexp_ours(q->context))
+			r = vexp_fail(EINVAL, "ibv_exp_post_task: a task names no QP of ibv_exp_create_qp");
+		else if (t->task_type == IBV_EXP_TASK_SEND)
+			r = add_send(&p, &l, to_vqp(q), t->item.send_wr, NULL);
+		else if (t->task_type == IBV_EXP_TASK_RECV)
+			r = add_recv(&p, &l, to_vqp(q), t->item.recv_wr, NULL);
+		else
+			r = vexp_fail(EINVAL, "ibv_exp_post_task: task type %d", t->task_type);
+		if (r && bad_task)
+			*bad_task = t;
+		if (!dflt && !r)
+			dflt = to_vqp(q)->mq;
+	}
+	if (!r && l.n && (r = post_runs(&l, dflt)) && bad_task)
+		*bad_task = task;
+	end(&p, &l, !r);
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}

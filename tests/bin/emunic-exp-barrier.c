@@ -1,0 +1,442 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * emunic-exp-barrier: a recursive-doubling barrier written the way
+ * CORE-Direct programs were, against MLNX_OFED's verbs_exp API, with no
+ * emunic header: it builds with -Ishim/verbs_exp and links libemunic.
+ *
+ * Per rank: a management QP (IBV_EXP_QP_CREATE_CROSS_CHANNEL) and, for each
+ * step k, a QP to rank ^ 2^k created CROSS_CHANNEL | MANAGED_SEND with its
+ * own cross-channel receive CQ.  A barrier is one ibv_exp_post_task: per
+ * step a zero-byte SEND (held by the managed QP) and a RECV that keeps the
+ * receive window full, then on the management QP, per step,
+ * SEND_ENABLE(qp_k, 1) and CQE_WAIT(rcq_k, 1), both WAIT_EN_LAST, the last
+ * WAIT signaled (seed 003, tables I-IV).  The program waits for that one
+ * completion on the management QP's CQ.
+ *
+ * The port's deviation from the MLNX_OFED original: emunic_exp_connect()
+ * instead of ibv_modify_qp and the exchange of QP numbers.  Rank and size
+ * come from the launcher (EMUNIC_RANK, EMUNIC_SIZE, as set by emunic-run).
+ *
+ * The check: every round each rank sleeps 0..--skew-us, adds one to a
+ * counter in a file all ranks map (--shm), enters the barrier, and on
+ * leaving must find the counter at least rounds x size: no rank left
+ * before every rank entered.  --no-barrier skips the barrier (the check
+ * must then fail).  --errors first runs the bad flows, each of which must
+ * fail as verbs_exp failed it (EINVAL, *bad_wr or *bad_task named) and leave
+ * the QPs and CQs usable for the barriers that follow.  --enable-index
+ * checks that enable counts follow libmlx5's index arithmetic (index_check).
+ *
+ * Exit: 0 pass, 1 a violation or a bad flow not refused as expected,
+ * 2 usage, 3 a verbs_exp call failed, 77 no cross-channel capability.
+ */
+#include <infiniband/verbs_exp.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_STEPS 16
+#define RECV_WINDOW 16
+
+struct ctx {
+	int rank, size, steps;
+	struct ibv_context *ibctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *mcq, *scq, *ncq, *rcq[MAX_STEPS];
+	struct ibv_qp *mqp, *pqp, *qp[MAX_STEPS];
+	struct ibv_cq *xcq;		/* --enable-index: its own pair, to rank ^ 1 */
+	struct ibv_qp *xqp;
+	uint64_t xbuf[4];		/* [0]: what is sent; [1..3]: what arrives */
+	struct ibv_mr *xmr;
+};
+
+static int die(const struct ctx *c, const char *what, int err)
+{
+	fprintf(stderr, "emunic-exp-barrier: rank %d: %s: %s\n", c->rank, what, strerror(err));
+	exit(3);
+}
+
+static struct ibv_cq *make_cq(struct ctx *c, int cross_channel, int ignore_overrun)
+{
+	struct ibv_exp_cq_init_attr ia = { .comp_mask = IBV_EXP_CQ_INIT_ATTR_FLAGS,
+					   .flags = cross_channel ? IBV_EXP_CQ_CREATE_CROSS_CHANNEL : 0 };
+	struct ibv_exp_cq_attr ma = { .comp_mask = IBV_EXP_CQ_ATTR_CQ_CAP_FLAGS,
+				      .cq_cap_flags = IBV_EXP_CQ_IGNORE_OVERRUN };
+	struct ibv_cq *cq = ibv_exp_create_cq(c->ibctx, 256, NULL, NULL, 0, &ia);
+
+	if (!cq)
+		die(c, "ibv_exp_create_cq", errno);
+	if (ignore_overrun && ibv_exp_modify_cq(cq, &ma, IBV_EXP_CQ_CAP_FLAGS))
+		die(c, "ibv_exp_modify_cq", errno);
+	return cq;
+}
+
+static struct ibv_qp *make_qp(struct ctx *c, struct ibv_cq *scq, struct ibv_cq *rcq, uint32_t flags)
+{
+	struct ibv_exp_qp_init_attr a;
+	struct ibv_qp *qp;
+
+	memset(&a, 0, sizeof(a));
+	a.send_cq = scq;
+	a.recv_cq = rcq;
+	a.cap.max_send_wr = a.cap.max_recv_wr = 256;
+	a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+	a.qp_type = IBV_QPT_RC;
+	a.comp_mask = IBV_EXP_QP_INIT_ATTR_PD | IBV_EXP_QP_INIT_ATTR_CREATE_FLAGS;
+	a.pd = c->pd;
+	a.exp_create_flags = flags;
+	if (!(qp = ibv_exp_create_qp(c->ibctx, &a)))
+		die(c, "ibv_exp_create_qp", errno);
+	return qp;
+}
+
+static void post_recvs(struct ctx *c, struct ibv_qp *qp, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct ibv_recv_wr wr = { .wr_id = 0x5245u, .num_sge = 0 }, *bad;
+		int r = ibv_post_recv(qp, &wr, &bad);
+
+		if (r)
+			die(c, "ibv_post_recv", r);
+	}
+}
+
+static void setup(struct ctx *c, int index_check)
+{
+	struct ibv_device **devs = ibv_get_device_list(NULL);
+	const char *want = getenv("EMUNIC_DEVICE");
+	struct ibv_exp_device_attr da = { .comp_mask = IBV_EXP_DEVICE_ATTR_EXP_CAP_FLAGS };
+	int i = 0;
+
+	if (!devs || !devs[0])
+		die(c, "no RDMA device", ENODEV);
+	while (want && devs[i] && strcmp(ibv_get_device_name(devs[i]), want))
+		i++;
+	if (!(c->ibctx = ibv_open_device(devs[devs[i] ? i : 0])) || !(c->pd = ibv_alloc_pd(c->ibctx)))
+		die(c, "opening the device", errno);
+	ibv_free_device_list(devs);
+	if (ibv_exp_query_device(c->ibctx, &da))
+		die(c, "ibv_exp_query_device", errno);
+	if (!(da.comp_mask & IBV_EXP_DEVICE_ATTR_EXP_CAP_FLAGS) ||
+	    !(da.exp_device_cap_flags & IBV_EXP_DEVICE_CROSS_CHANNEL)) {
+		printf("emunic-exp-barrier: rank %d: no cross-channel capability\n", c->rank);
+		exit(77);
+	}
+	c->mcq = make_cq(c, 1, 0);
+	c->scq = make_cq(c, 0, 1);
+	c->ncq = make_cq(c, 0, 1);
+	c->mqp = make_qp(c, c->mcq, c->mcq, IBV_EXP_QP_CREATE_CROSS_CHANNEL);
+	c->pqp = make_qp(c, c->scq, c->ncq, 0);
+	for (int k = 0; k < c->steps; k++) {
+		c->rcq[k] = make_cq(c, 1, 1);
+		c->qp[k] = make_qp(c, c->scq, c->rcq[k],
+				   IBV_EXP_QP_CREATE_CROSS_CHANNEL | IBV_EXP_QP_CREATE_MANAGED_SEND);
+		if (emunic_exp_connect(c->qp[k], c->rank ^ (1 << k)))
+			die(c, "emunic_exp_connect", errno);
+		post_recvs(c, c->qp[k], RECV_WINDOW);
+	}
+	if (index_check && c->steps) {
+		c->xcq = make_cq(c, 1, 0);
+		c->xqp = make_qp(c, c->scq, c->xcq, IBV_EXP_QP_CREATE_CROSS_CHANNEL | IBV_EXP_QP_CREATE_MANAGED_SEND);
+		if (emunic_exp_connect(c->xqp, c->rank ^ 1))
+			die(c, "emunic_exp_connect", errno);
+		if (!(c->xmr = ibv_reg_mr(c->pd, c->xbuf, sizeof(c->xbuf), IBV_ACCESS_LOCAL_WRITE)))
+			die(c, "ibv_reg_mr", errno);
+		for (int j = 1; j <= 3; j++) {
+			struct ibv_sge sg = { (uintptr_t)&c->xbuf[j], sizeof(uint64_t), c->xmr->lkey };
+			struct ibv_recv_wr wr = { .wr_id = (uint64_t)j, .sg_list = &sg, .num_sge = 1 }, *bad;
+
+			if (ibv_post_recv(c->xqp, &wr, &bad))
+				die(c, "ibv_post_recv", errno);
+		}
+	}
+}
+
+/* ---- the barrier ------------------------------------------------------------- */
+
+struct barrier_list {
+	struct ibv_exp_task task[2 * MAX_STEPS + 1];
+	struct ibv_exp_send_wr send[MAX_STEPS], mwr[2 * MAX_STEPS];
+	struct ibv_recv_wr recv[MAX_STEPS];
+};
+
+static void task_of(struct ibv_exp_task *t, struct ibv_qp *qp, struct ibv_exp_send_wr *wr, struct ibv_exp_task *next)
+{
+	memset(t, 0, sizeof(*t));
+	t->task_type = IBV_EXP_TASK_SEND;
+	t->item.qp = qp;
+	t->item.send_wr = wr;
+	t->next = next;
+}
+
+static void build(const struct ctx *c, struct barrier_list *b)
+{
+	int nt = 0;
+
+	memset(b, 0, sizeof(*b));
+	for (int k = 0; k < c->steps; k++) {
+		b->send[k].wr_id = (uint64_t)k;
+		b->send[k].exp_opcode = IBV_EXP_WR_SEND;
+		task_of(&b->task[nt++], c->qp[k], &b->send[k], NULL);
+		b->recv[k].wr_id = 0x5245u;
+		b->task[nt].task_type = IBV_EXP_TASK_RECV;
+		b->task[nt].item.qp = c->qp[k];
+		b->task[nt++].item.recv_wr = &b->recv[k];
+
+		b->mwr[2 * k].exp_opcode = IBV_EXP_WR_SEND_ENABLE;
+		b->mwr[2 * k].exp_send_flags = IBV_EXP_SEND_WAIT_EN_LAST;
+		b->mwr[2 * k].task.wqe_enable.qp = c->qp[k];
+		b->mwr[2 * k].task.wqe_enable.wqe_count = 1;
+		b->mwr[2 * k].next = &b->mwr[2 * k + 1];
+		b->mwr[2 * k + 1].exp_opcode = IBV_EXP_WR_CQE_WAIT;
+		b->mwr[2 * k + 1].exp_send_flags = IBV_EXP_SEND_WAIT_EN_LAST;
+		b->mwr[2 * k + 1].task.cqe_wait.cq = c->rcq[k];
+		b->mwr[2 * k + 1].task.cqe_wait.cq_count = 1;
+		b->mwr[2 * k + 1].next = k + 1 < c->steps ? &b->mwr[2 * k + 2] : NULL;
+	}
+	b->mwr[2 * c->steps - 1].wr_id = 0xba77u;
+	b->mwr[2 * c->steps - 1].exp_send_flags |= IBV_EXP_SEND_SIGNALED;
+	task_of(&b->task[nt], c->mqp, &b->mwr[0], NULL);
+	for (int i = 0; i < nt; i++)
+		b->task[i].next = &b->task[i + 1];
+}
+
+static void barrier(const struct ctx *c)
+{
+	struct barrier_list b;
+	struct ibv_exp_task *bad = NULL;
+	struct ibv_wc wc;
+	time_t t0 = time(NULL);
+	int r, n;
+
+	if (c->steps == 0)
+		return;
+	build(c, &b);
+	if ((r = ibv_exp_post_task(c->ibctx, b.task, &bad)))
+		die(c, "ibv_exp_post_task", r);
+	while ((n = ibv_poll_cq(c->mcq, 1, &wc)) == 0)
+		if (time(NULL) - t0 > 60)
+			die(c, "the barrier's completion", ETIMEDOUT);
+	if (n < 0 || wc.status != IBV_WC_SUCCESS || wc.wr_id != 0xba77u) {
+		fprintf(stderr, "emunic-exp-barrier: rank %d: barrier completed with %s (wr_id 0x%llx)\n", c->rank,
+			ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id);
+		exit(3);
+	}
+}
+
+/* ---- bad flows: the errors verbs_exp gave ---------------------------------------- */
+
+static int expect(const struct ctx *c, const char *flow, int r, int ok_ptr)
+{
+	int good = r == EINVAL && errno == EINVAL && ok_ptr;
+
+	printf("emunic-exp-barrier: rank %d: bad flow %s: %s%s\n", c->rank, flow, r ? strerror(r) : "accepted",
+	       good ? ", as verbs_exp" : ", NOT as verbs_exp (EINVAL and the bad work request)");
+	return good ? 0 : 1;
+}
+
+static int bad_flows(const struct ctx *c)
+{
+	struct ibv_exp_send_wr w, *bad_wr;
+	struct ibv_exp_send_wr snd = { .exp_opcode = IBV_EXP_WR_SEND }, en = { .exp_opcode = IBV_EXP_WR_SEND_ENABLE };
+	struct ibv_exp_task t[2], *bad_task;
+	int fails = 0, r;
+
+	/* A task on a QP not created managed: SEND_ENABLE naming the
+	 * management QP (no MANAGED_SEND), posted as a task. */
+	memset(&w, 0, sizeof(w));
+	w.exp_opcode = IBV_EXP_WR_SEND_ENABLE;
+	w.task.wqe_enable.qp = c->mqp;
+	w.task.wqe_enable.wqe_count = 1;
+	task_of(&t[0], c->mqp, &w, NULL);
+	bad_task = NULL;
+	r = ibv_exp_post_task(c->ibctx, t, &bad_task);
+	fails += expect(c, "enable-on-unmanaged-qp", r, bad_task == &t[0]);
+
+	/* A cross-channel WR on a QP not created CROSS_CHANNEL (libibverbs'
+	 * tc_verbs_post_send_en TI.2). */
+	memset(&w, 0, sizeof(w));
+	w.exp_opcode = IBV_EXP_WR_CQE_WAIT;
+	w.task.cqe_wait.cq = c->rcq[0];
+	w.task.cqe_wait.cq_count = 1;
+	bad_wr = NULL;
+	r = ibv_exp_post_send(c->pqp, &w, &bad_wr);
+	fails += expect(c, "wait-on-non-cross-channel-qp", r, bad_wr == &w);
+
+	/* WAIT on a CQ not created cross-channel. */
+	w.task.cqe_wait.cq = c->ncq;
+	bad_wr = NULL;
+	r = ibv_exp_post_send(c->mqp, &w, &bad_wr);
+	fails += expect(c, "wait-on-non-cross-channel-cq", r, bad_wr == &w);
+
+	/* Enable more than posted: one SEND, SEND_ENABLE(2), as one task
+	 * list; refused whole, so the SEND is not left posted either. */
+	en.task.wqe_enable.qp = c->qp[0];
+	en.task.wqe_enable.wqe_count = 2;
+	en.exp_send_flags = IBV_EXP_SEND_WAIT_EN_LAST;
+	task_of(&t[0], c->qp[0], &snd, &t[1]);
+	task_of(&t[1], c->mqp, &en, NULL);
+	bad_task = NULL;
+	r = ibv_exp_post_task(c->ibctx, t, &bad_task);
+	fails += expect(c, "enable-more-than-posted", r, bad_task == &t[1]);
+	return fails;
+}
+
+/* ---- enable counts: libmlx5's index, in work requests ----------------------------- */
+
+static void enable(const struct ctx *c, int count, uint64_t flags)
+{
+	struct ibv_exp_send_wr w = { .exp_opcode = IBV_EXP_WR_SEND_ENABLE, .exp_send_flags = flags }, *bad;
+	int r;
+
+	w.task.wqe_enable.qp = c->xqp;
+	w.task.wqe_enable.wqe_count = count;
+	if ((r = ibv_exp_post_send(c->mqp, &w, &bad)))
+		die(c, "SEND_ENABLE", r);
+}
+
+/* Receives from the partner so far, once at least `least` came and 200 ms
+ * passed with no more expected. */
+static int take(const struct ctx *c)
+{
+	struct ibv_wc wc[4];
+	int n = ibv_poll_cq(c->xcq, 4, wc);
+
+	for (int i = 0; i < n; i++)
+		if (wc[i].status != IBV_WC_SUCCESS || wc[i].byte_len != sizeof(uint64_t) ||
+		    c->xbuf[wc[i].wr_id] != 0x1000u + (uint64_t)(c->rank ^ 1))
+			return 100;	/* never 1, 2 or 3: the check fails */
+	return n;
+}
+
+static int arrived(const struct ctx *c, int *seen, int least)
+{
+	time_t t0 = time(NULL);
+
+	while (*seen < least && time(NULL) - t0 < 30)
+		*seen += take(c);
+	usleep(200000);
+	*seen += take(c);
+	return *seen;
+}
+
+/* Three SENDs held on a managed QP.  SEND_ENABLE(1) twice without
+ * WAIT_EN_LAST targets the same index (base + 1): one send goes, not two.
+ * SEND_ENABLE(2) with WAIT_EN_LAST: base + 2, a second one; SEND_ENABLE(0):
+ * everything posted, the third.  The partner counts what arrives. */
+static int index_check(struct ctx *c)
+{
+	struct ibv_exp_send_wr snd = { .exp_opcode = IBV_EXP_WR_SEND }, *bad;
+	struct ibv_sge sg = { (uintptr_t)&c->xbuf[0], sizeof(uint64_t), c->xmr->lkey };
+	int seen = 0, got[3], r;
+
+	c->xbuf[0] = 0x1000u + (uint64_t)c->rank;	/* 8 bytes each, checked on arrival */
+	snd.sg_list = &sg;
+	snd.num_sge = 1;
+	for (int i = 0; i < 3; i++)
+		if ((r = ibv_exp_post_send(c->xqp, &snd, &bad)))
+			die(c, "SEND", r);
+	enable(c, 1, 0);
+	enable(c, 1, 0);
+	got[0] = arrived(c, &seen, 1);
+	barrier(c);
+	enable(c, 2, IBV_EXP_SEND_WAIT_EN_LAST);
+	got[1] = arrived(c, &seen, 2);
+	barrier(c);
+	enable(c, 0, 0);
+	got[2] = arrived(c, &seen, 3);
+	printf("emunic-exp-barrier: rank %d: enable index: %d, %d, %d sends arrived (libmlx5: 1, 2, 3)\n", c->rank,
+	       got[0], got[1], got[2]);
+	return got[0] != 1 || got[1] != 2 || got[2] != 3;
+}
+
+/* ---- the check ------------------------------------------------------------------- */
+
+static _Atomic uint64_t *shared_counter(const struct ctx *c, const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT, 0600);
+	void *p;
+
+	if (fd < 0 || ftruncate(fd, sizeof(uint64_t)))
+		die(c, path, errno);
+	p = mmap(NULL, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		die(c, "mmap", errno);
+	close(fd);
+	return p;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "rounds", required_argument, 0, 'r' }, { "skew-us", required_argument, 0, 's' },
+		{ "shm", required_argument, 0, 'm' }, { "errors", no_argument, 0, 'e' },
+		{ "no-barrier", no_argument, 0, 'n' }, { "enable-index", no_argument, 0, 'i' }, { 0, 0, 0, 0 } };
+	struct ctx c = { .rank = -1 };
+	int rounds = 300, skew = 100, errors = 0, nobar = 0, index = 0, fails = 0, opt;
+	uint64_t violations = 0;
+	const char *shm = NULL;
+	_Atomic uint64_t *ctr;
+
+	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'r': rounds = atoi(optarg); break;
+		case 's': skew = atoi(optarg); break;
+		case 'm': shm = optarg; break;
+		case 'e': errors = 1; break;
+		case 'n': nobar = 1; break;
+		case 'i': index = 1; break;
+		default: return 2;
+		}
+	}
+	if (!shm || !getenv("EMUNIC_RANK") || !getenv("EMUNIC_SIZE")) {
+		fprintf(stderr, "usage: emunic-run -n N emunic-exp-barrier --shm FILE [--rounds N] [--skew-us N] "
+			"[--errors] [--enable-index] [--no-barrier]\n");
+		return 2;
+	}
+	c.rank = atoi(getenv("EMUNIC_RANK"));
+	c.size = atoi(getenv("EMUNIC_SIZE"));
+	while ((1 << c.steps) < c.size)
+		c.steps++;
+	if (c.size < 1 || (1 << c.steps) != c.size || c.steps > MAX_STEPS) {
+		fprintf(stderr, "emunic-exp-barrier: %d ranks: a power of two, please\n", c.size);
+		return 2;
+	}
+	setup(&c, index);
+	if (errors)
+		fails = bad_flows(&c);
+	if (index && c.steps)
+		fails += index_check(&c);
+	ctr = shared_counter(&c, shm);
+	srand((unsigned)(c.rank * 7919 + 1));
+	barrier(&c);	/* every rank has mapped the counter */
+	for (int i = 0; i < rounds; i++) {
+		if (skew > 0)
+			usleep((useconds_t)(rand() % (skew + 1)));
+		atomic_fetch_add(ctr, 1);
+		if (!nobar)
+			barrier(&c);
+		if (atomic_load(ctr) < (uint64_t)(i + 1) * (uint64_t)c.size)
+			violations++;
+	}
+	barrier(&c);
+	printf("emunic-exp-barrier: rank %d: %d ranks, %d rounds, %llu violations, %d bad flows not as verbs_exp\n",
+	       c.rank, c.size, rounds, (unsigned long long)violations, fails);
+	/* The shim's QPs and CQs go at exit, after the ranks meet (so no rank
+	 * destroys a QP under its partner's last message); the program's own
+	 * verbs objects go here. */
+	munmap((void *)ctr, sizeof(uint64_t));
+	if (c.xmr)
+		ibv_dereg_mr(c.xmr);
+	ibv_dealloc_pd(c.pd);
+	ibv_close_device(c.ibctx);
+	return violations || fails ? 1 : 0;
+}

@@ -1,0 +1,76 @@
+"""shim/verbs_exp: a CORE-Direct program written against MLNX_OFED's verbs_exp
+(tests/bin/emunic-exp-barrier.c, no emunic header) runs its recursive-doubling
+barrier over emunic, and the bad flows fail as verbs_exp failed them.
+
+Each round every rank sleeps a random while, counts itself in a counter all
+ranks map, and on leaving the barrier must find every rank counted.
+"""
+import os
+import re
+
+import pytest
+
+from conftest import BIN, ROOT, SANBIN
+
+RUN = BIN + "/emunic-run"
+PROG = BIN + "/emunic-exp-barrier"
+SRC = os.path.join(ROOT, "tests", "bin", "emunic-exp-barrier.c")
+FLOWS = ["enable-on-unmanaged-qp", "wait-on-non-cross-channel-qp", "wait-on-non-cross-channel-cq",
+         "enable-more-than-posted"]
+
+
+def run(rxe, n, args, timeout=120, prog=PROG):
+    cmd = ("f=$(mktemp) && %s -n %d -t %d %s --shm $f %s; rc=$?; rm -f $f; exit $rc"
+           % (RUN, n, timeout, prog, args))
+    return rxe.run(cmd, timeout=timeout + 60)
+
+
+def summaries(out):
+    return re.findall(r"emunic-exp-barrier: rank (\d+): (\d+) ranks, (\d+) rounds, (\d+) violations, "
+                      r"(\d+) bad flows not as verbs_exp", out)
+
+
+def test_legacy_program_includes_no_emunic_header():
+    """Written as CORE-Direct programs were: verbs_exp and the C library only
+    (the Makefile also builds it without emunic's include paths)."""
+    with open(SRC) as f:
+        includes = re.findall(r"^#include\s+[<\"]([^>\"]+)[>\"]", f.read(), re.M)
+    assert "infiniband/verbs_exp.h" in includes
+    assert not [i for i in includes if "emunic" in i], includes
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_barrier_and_bad_flows(rxe, n):
+    rc, out = run(rxe, n, "--errors --enable-index --rounds 300 --skew-us 100")
+    assert rc == 0, out
+    s = summaries(out)
+    assert sorted(int(r[0]) for r in s) == list(range(n)), out
+    for rank, size, rounds, violations, bad in s:
+        assert (int(size), int(rounds), int(violations), int(bad)) == (n, 300, 0, 0), out
+    # Every rank saw every bad flow refused with EINVAL, the bad WR named.
+    for flow in FLOWS:
+        lines = re.findall(r"rank \d+: bad flow %s: Invalid argument, as verbs_exp" % flow, out)
+        assert len(lines) == n, out
+    # SEND_ENABLE counts as libmlx5 counted them (an index in work requests,
+    # moved only by WAIT_EN_LAST), not as emunic's "the next n".
+    assert len(re.findall(r"enable index: 1, 2, 3 sends arrived", out)) == n, out
+    # The shim's error lines name the rank and what libmlx5 refused.
+    assert "unsupported cross-channel functionality" in out, out
+    assert "enables past the" in out, out
+    assert "not created IBV_EXP_CQ_CREATE_CROSS_CHANNEL" in out, out
+
+
+def test_sanitized(rxe):
+    """The same under ASan/UBSan (leaks included: the shim frees what the
+    program left at exit)."""
+    rc, out = run(rxe, 2, "--errors --rounds 100 --skew-us 100", prog=SANBIN + "/emunic-exp-barrier")
+    assert rc == 0, out
+    assert "ERROR: AddressSanitizer" not in out and "runtime error" not in out, out
+    assert len(summaries(out)) == 2, out
+
+
+def test_verification_can_fail(rxe):
+    """Without the barrier the check must see ranks leave early."""
+    rc, out = run(rxe, 2, "--no-barrier --rounds 50 --skew-us 2000", timeout=60)
+    assert rc == 1, out
+    assert any(int(r[3]) > 0 for r in summaries(out)), out
