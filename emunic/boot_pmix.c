@@ -8,6 +8,7 @@
 #include "emunic/base/log.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,29 +91,25 @@ static const struct emunic_boot_ops pmix_ops = {
 	.fini = pmix_fini,
 };
 
-/* PMIx knows the ranks on this node: where the device pins its core and how
- * long a waiter assists depend on them (emunic-run sets the same variables;
- * a value already set wins). */
+/* PMIx knows the ranks on this node (emunic_local_ranks_set says why they
+ * are not put in the environment: PMIx's own thread is running by now). */
 static void set_local_ranks(const pmix_proc_t *me, const pmix_proc_t *job)
 {
 	pmix_value_t *v;
-	char s[16];
+	int rank = -1, size = -1;
 
 	/* The standard's types: uint16 for the rank, uint32 for the size. */
 	if (PMIx_Get(me, PMIX_LOCAL_RANK, NULL, 0, &v) == PMIX_SUCCESS) {
-		if (v->type == PMIX_UINT16) {
-			snprintf(s, sizeof(s), "%u", (unsigned)v->data.uint16);
-			setenv("EMUNIC_LOCAL_RANK", s, 0);
-		}
+		if (v->type == PMIX_UINT16)
+			rank = v->data.uint16;
 		PMIX_VALUE_RELEASE(v);
 	}
 	if (PMIx_Get(job, PMIX_LOCAL_SIZE, NULL, 0, &v) == PMIX_SUCCESS) {
-		if (v->type == PMIX_UINT32) {
-			snprintf(s, sizeof(s), "%u", (unsigned)v->data.uint32);
-			setenv("EMUNIC_LOCAL_SIZE", s, 0);
-		}
+		if (v->type == PMIX_UINT32 && v->data.uint32 <= INT_MAX)
+			size = (int)v->data.uint32;
 		PMIX_VALUE_RELEASE(v);
 	}
+	emunic_local_ranks_set(rank, size);
 }
 
 int emunic_boot_pmix_init(struct emunic_boot *b)

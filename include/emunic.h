@@ -35,6 +35,19 @@ int  emunic_boot_barrier(struct emunic_boot *b);
 void emunic_boot_fini(struct emunic_boot *b);
 
 /*
+ * The ranks on this node: where a device pins its progress core and how long
+ * a waiter assists depend on them.  EMUNIC_LOCAL_RANK / EMUNIC_LOCAL_SIZE
+ * (emunic-run sets them, a user may) win; else what a bootstrap (PMIx) or
+ * libemunic-mpi (MPI_COMM_TYPE_SHARED) gave emunic_local_ranks_set().  Kept
+ * here rather than put in the environment because setenv() races the
+ * getenv() of the PMIx or MPI library threads already running then.
+ * Unknown: rank 0, size 0.
+ */
+void emunic_local_ranks_set(int rank, int size);
+int  emunic_local_rank(void);
+int  emunic_local_size(void);
+
+/*
  * A job started by a launcher emunic does not know, whose ranks already
  * share a channel (an MPI library's communicator, say): the caller gives
  * rank, size and the exchange.  fn must do what emunic_boot_allgather does

@@ -72,24 +72,20 @@ static void agree_settings(long long *v, const char *const *name, int n)
 }
 
 /* The ranks on this node (MPI_COMM_TYPE_SHARED), for where the device
- * pins its core and how long a waiter assists (emunic-run and PMIx set
- * these themselves; a value already set wins). */
+ * pins its core and how long a waiter assists (emunic-run's environment
+ * wins; not put in the environment: the MPI library's threads run). */
 static void set_local_ranks(void)
 {
 	MPI_Comm node;
 	int rank, size;
-	char v[16];
 
-	if (getenv("EMUNIC_LOCAL_SIZE") ||
+	if (emunic_local_size() ||
 	    PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
 		return;
 	PMPI_Comm_rank(node, &rank);
 	PMPI_Comm_size(node, &size);
 	PMPI_Comm_free(&node);
-	snprintf(v, sizeof(v), "%d", rank);
-	setenv("EMUNIC_LOCAL_RANK", v, 0);
-	snprintf(v, sizeof(v), "%d", size);
-	setenv("EMUNIC_LOCAL_SIZE", v, 0);
+	emunic_local_ranks_set(rank, size);
 }
 
 static void setup(void)
@@ -139,11 +135,10 @@ static void setup(void)
 	}
 	mpi_g.on = true;
 	if (mpi_g.verbose)
-		mpi_say("offloading collectives on %s (max %zu bytes, %s forms; local rank %s of %s)",
+		mpi_say("offloading collectives on %s (max %zu bytes, %s forms; local rank %d of %d)",
 			emunic_dev_name(mpi_g.world.dev), mpi_g.max_bytes,
 			mpi_g.blocking ? "nonblocking and blocking" : "nonblocking",
-			getenv("EMUNIC_LOCAL_RANK") ? getenv("EMUNIC_LOCAL_RANK") : "?",
-			getenv("EMUNIC_LOCAL_SIZE") ? getenv("EMUNIC_LOCAL_SIZE") : "?");
+			emunic_local_rank(), emunic_local_size());
 	mpi_comm_setup(MPI_COMM_WORLD);
 }
 

@@ -65,10 +65,18 @@ def shape(out):
     """The report with its numbers and verdicts taken out: what must be the
     same whichever launcher started the ranks."""
     lines = []
+    note = False
     for line in out.splitlines():
         # Progress lines (stderr: how they interleave with the report is the
         # launcher's I/O forwarding), emunic-run's own, and the CSV's path.
         if line.startswith(("emunic-bench: [", "emunic-run:")) or "CSV:" in line:
+            continue
+        # A note on the numbers ("x raw above 1.10: the work delayed the
+        # barrier itself"), and its indented continuation, comes when the
+        # numbers call for it, under either launcher.
+        note = line.lstrip().startswith("note:") or (note and line.startswith("   ") and
+                                                      not line.lstrip()[:1].isdigit())
+        if note:
             continue
         line = re.sub(r"\bbootstrap (pmix|emunic-run)\b", "bootstrap B", line)
         # A target's line: the verdict and what follows it (by how much it

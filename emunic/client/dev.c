@@ -87,7 +87,7 @@ static int pick_free_cpu(int local, int nlocal, long online)
 static int pick_cpu(void)
 {
 	const char *s = getenv("EMUNIC_CPU");
-	int local = env_int("EMUNIC_LOCAL_RANK", 0), nlocal = env_int("EMUNIC_LOCAL_SIZE", 1), n = 0, cpus[256];
+	int local = emunic_local_rank(), nlocal = emunic_local_size() ? emunic_local_size() : 1, n = 0, cpus[256];
 	long online = sysconf(_SC_NPROCESSORS_ONLN);
 	char *end;
 

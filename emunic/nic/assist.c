@@ -30,9 +30,9 @@ static uint64_t assist_ns(void)
 	uint64_t v = atomic_load_explicit(&ns, memory_order_relaxed);
 
 	if (!v) {
-		const char *s = getenv("EMUNIC_ASSIST_US"), *l = getenv("EMUNIC_LOCAL_SIZE");
-		long long us = s && *s ? strtoll(s, NULL, 10) :
-			       sysconf(_SC_NPROCESSORS_ONLN) >= (l && *l ? atol(l) : 1) ? -1 : 50;
+		const char *s = getenv("EMUNIC_ASSIST_US");
+		int l = emunic_local_size();
+		long long us = s && *s ? strtoll(s, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN) >= (l ? l : 1) ? -1 : 50;
 
 		v = us < 0 ? UINT64_MAX : (uint64_t)us * 1000 + 1;
 		atomic_store_explicit(&ns, v, memory_order_relaxed);

@@ -77,10 +77,8 @@ int main(int argc, char **argv)
 			}
 	}
 	/* The launcher (emunic-run) or the bootstrap (PMIx) names the ranks on this node. */
-	printf("emunic-boottest: rank %d of %d via %s: %d exchanges ok, local rank %s of %s\n", me.rank,
-	       emunic_boot_size(b), emunic_boot_method(b), rounds,
-	       getenv("EMUNIC_LOCAL_RANK") ? getenv("EMUNIC_LOCAL_RANK") : "?",
-	       getenv("EMUNIC_LOCAL_SIZE") ? getenv("EMUNIC_LOCAL_SIZE") : "?");
+	printf("emunic-boottest: rank %d of %d via %s: %d exchanges ok, local rank %d of %d\n", me.rank,
+	       emunic_boot_size(b), emunic_boot_method(b), rounds, emunic_local_rank(), emunic_local_size());
 	free(all);
 	emunic_boot_fini(b);
 	return 0;

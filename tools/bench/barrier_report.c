@@ -41,7 +41,7 @@ static double ratio_of(const struct bench *b, const char *impl, const char *metr
 static void print_header(const struct bench *b, const struct bar_opts *o, const struct bar_info *info,
 			 const struct impl *im, int n)
 {
-	const char *env = getenv("EMUNIC_IDLE"), *local = getenv("EMUNIC_LOCAL_SIZE");
+	const char *env = getenv("EMUNIC_IDLE");
 
 	printf("\nemunic-bench barrier: recursive-doubling barrier, offloaded to the progress core (mq)\n"
 	       "vs host-progressed point to point (ptp: moves only inside its test and wait calls)\n");
@@ -57,8 +57,8 @@ static void print_header(const struct bench *b, const struct bar_opts *o, const 
 		if (env && *env)
 			printf(" (default, from EMUNIC_IDLE=%s)", env);
 		else
-			printf(" (default, chosen by CPU count: spin needs 2 CPUs per local rank, %s local)",
-			       local ? local : "1");
+			printf(" (default, chosen by CPU count: spin needs 2 CPUs per local rank, %d local)",
+			       bench_local_ranks(b));
 	}
 	printf("\n");
 	printf("               in the mq runs %d app threads and %d progress cores share %ld CPUs: a\n"

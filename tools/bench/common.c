@@ -203,10 +203,9 @@ int bench_open_dev(struct bench *b, const struct emunic_dev_attr *da, struct emu
 
 int bench_local_ranks(const struct bench *b)
 {
-	const char *s = getenv("EMUNIC_LOCAL_SIZE");
-	int n = s && *s ? atoi(s) : b->size;
+	int n = emunic_local_size();
 
-	return n > 0 ? n : 1;
+	return n > 0 ? n : b->size > 0 ? b->size : 1;
 }
 
 void bench_nops(uint64_t n)
