@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import BIN, SANBIN
+from conftest import BIN, SANBIN, run_ctest
 
 RUN = BIN + "/emunic-run"
 RSAG = "EMUNIC_RSAG_BYTES"
@@ -20,8 +20,7 @@ RSAG = "EMUNIC_RSAG_BYTES"
 def allreduce(rxe, n, check, prog=BIN + "/emunic-allreduce", timeout=400, spec=None, rsag=None):
     f = "-f '%s' " % spec if spec else ""
     env = "%s=%s " % (RSAG, rsag) if rsag is not None else ""
-    rc, out = rxe.run("%s%s -n %d -t %d %s%s %s" % (env, RUN, n, timeout - 60, f, prog, check), timeout=timeout)
-    assert rc == 0, out
+    out = run_ctest(rxe, "%s%s -n %d -t %d %s%s %s" % (env, RUN, n, timeout - 60, f, prog, check), timeout=timeout)
     assert "emunic-allreduce: %s: PASS" % check in out, out
     return out
 

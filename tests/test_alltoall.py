@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from conftest import BIN, SANBIN
+from conftest import BIN, SANBIN, run_ctest
 
 RUN = BIN + "/emunic-run"
 ALIAS = {"all": ["sizes", "inplace", "inflight"], "ptp-all": ["ptp-sizes", "ptp-inplace"]}
@@ -23,9 +23,8 @@ def alltoall(rxe, n, checks, prog=BIN + "/emunic-alltoall", timeout=300, spec=No
     """Runs emunic-alltoall's checks (each maybe prefixed "allgather-" or
     "gather-", as tests/test_gather.py runs them) and asserts each passed."""
     f = "-f '%s' " % spec if spec else ""
-    rc, out = rxe.run("%s%s -n %d -t %d %s%s %s" % (env, RUN, n, timeout - 60, f, prog, checks),
-                      timeout=timeout)
-    assert rc == 0, out
+    out = run_ctest(rxe, "%s%s -n %d -t %d %s%s %s" % (env, RUN, n, timeout - 60, f, prog, checks),
+                    timeout=timeout)
     for c in checks.split():
         kind = re.match(r"((all)?gather-)?", c).group(0)
         for name in ALIAS.get(c[len(kind):], [c[len(kind):]]):

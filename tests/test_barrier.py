@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import BIN, SANBIN, host
+from conftest import BIN, SANBIN, host, run_ctest
 
 RUN = BIN + "/emunic-run"
 BAR = BIN + "/emunic-barrier"
@@ -16,9 +16,18 @@ ROUNDS = 1000
 SKEW = 200
 
 
+def barrier_cmd(n, args, prog=BAR, timeout=300, wrap=""):
+    return "%s -n %d -t %d %s %s %s" % (RUN, n, timeout, wrap, prog, args)
+
+
 def barrier(rxe, n, args, prog=BAR, timeout=300, wrap=""):
-    cmd = "%s -n %d -t %d %s %s %s" % (RUN, n, timeout, wrap, prog, args)
-    return rxe.run(cmd, timeout=timeout + 60)
+    """(status, output) of a run expected to fail."""
+    return rxe.run(barrier_cmd(n, args, prog, timeout, wrap), timeout=timeout + 60)
+
+
+def barrier_ok(rxe, n, args, prog=BAR, timeout=300, wrap=""):
+    """The output of a run that must pass (conftest.run_ctest)."""
+    return run_ctest(rxe, barrier_cmd(n, args, prog, timeout, wrap), timeout=timeout + 60)
 
 
 def summary(out):
@@ -43,9 +52,8 @@ MQ_CASES = [
 
 @pytest.mark.parametrize("n,signal,conn", MQ_CASES)
 def test_mq_barrier_under_skew(rxe, n, signal, conn):
-    rc, out = barrier(rxe, n, "--impl mq --signal %s --conn %s --rounds %d --skew-us %d"
-                      % (signal, conn, ROUNDS, SKEW))
-    assert rc == 0, out
+    out = barrier_ok(rxe, n, "--impl mq --signal %s --conn %s --rounds %d --skew-us %d"
+                         % (signal, conn, ROUNDS, SKEW))
     s = summary(out)
     assert s == {"ranks": n, "qps": s["qps"], "rounds": ROUNDS, "violations": 0}, out
     # Rank 0 is never an extra rank: sparse holds its log2 partners (and
@@ -58,19 +66,16 @@ def test_mq_barrier_under_skew(rxe, n, signal, conn):
 @pytest.mark.parametrize("impl", ["mq", "ptp"])
 def test_one_rank(rxe, impl):
     """A job of one: every barrier and ibarrier completes at once."""
-    rc, out = barrier(rxe, 1, "--impl %s --rounds 100 --inflight 4" % impl, timeout=60)
-    assert rc == 0, out
+    out = barrier_ok(rxe, 1, "--impl %s --rounds 100 --inflight 4" % impl, timeout=60)
     assert summary(out)["violations"] == 0, out
-    rc, out = barrier(rxe, 1, "--impl %s --ibarrier-compute --rounds 3 --compute-ms 10" % impl, timeout=60)
-    assert rc == 0, out
+    out = barrier_ok(rxe, 1, "--impl %s --ibarrier-compute --rounds 3 --compute-ms 10" % impl, timeout=60)
     assert "3 of 3 ibarriers complete at the first test" in out, out
 
 
 @pytest.mark.parametrize("n,signal", [(2, "send"), (3, "write_imm"), (4, "send"), (5, "write_imm"),
                                       (8, "send")])
 def test_ptp_barrier_under_skew(rxe, n, signal):
-    rc, out = barrier(rxe, n, "--impl ptp --signal %s --rounds %d --skew-us %d" % (signal, ROUNDS, SKEW))
-    assert rc == 0, out
+    out = barrier_ok(rxe, n, "--impl ptp --signal %s --rounds %d --skew-us %d" % (signal, ROUNDS, SKEW))
     s = summary(out)
     assert (s["ranks"], s["rounds"], s["violations"]) == (n, ROUNDS, 0), out
 
@@ -91,8 +96,7 @@ def test_verification_can_fail(rxe):
 def test_ibarriers_in_flight(rxe, impl, args):
     """Up to K ibarriers posted before any completes (peers run K barriers
     ahead), completed in order by test calls and wait."""
-    rc, out = barrier(rxe, 5, "--impl %s %s --rounds 600 --skew-us %d" % (impl, args, SKEW))
-    assert rc == 0, out
+    out = barrier_ok(rxe, 5, "--impl %s %s --rounds 600 --skew-us %d" % (impl, args, SKEW))
     s = summary(out)
     assert (s["ranks"], s["rounds"], s["violations"]) == (5, 600, 0), out
 
@@ -100,9 +104,8 @@ def test_ibarriers_in_flight(rxe, impl, args):
 @pytest.mark.parametrize("n,signal,conn", [(4, "send", "dense"), (5, "write_imm", "sparse")])
 def test_mq_ibarrier_progresses_while_app_computes(rxe, n, signal, conn):
     """Posted, then only computing: one test call must find it complete."""
-    rc, out = barrier(rxe, n, "--impl mq --signal %s --conn %s --ibarrier-compute --rounds 5 "
-                      "--compute-ms 500" % (signal, conn))
-    assert rc == 0, out
+    out = barrier_ok(rxe, n, "--impl mq --signal %s --conn %s --ibarrier-compute --rounds 5 "
+                         "--compute-ms 500" % (signal, conn))
     assert "%d of %d ibarriers complete at the first test" % (5 * n, 5 * n) in out, out
 
 
@@ -136,16 +139,14 @@ def test_ptp_rejects_sparse():
 
 
 def test_sanitized_build_is_clean(rxe):
-    rc, out = barrier(rxe, 4, "--impl mq --conn sparse --rounds 200", prog=SANBIN + "/emunic-barrier")
-    assert rc == 0, out
+    out = barrier_ok(rxe, 4, "--impl mq --conn sparse --rounds 200", prog=SANBIN + "/emunic-barrier")
     assert summary(out)["violations"] == 0, out
     assert "ERROR: AddressSanitizer" not in out and "runtime error" not in out, out
 
 
 @pytest.mark.parametrize("impl", ["mq", "ptp"])
 def test_memcheck_is_clean(rxe, impl):
-    rc, out = barrier(rxe, 2, "--impl %s --signal write_imm --rounds 30" % impl,
-                      wrap="valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite "
-                           "--show-possibly-lost=no")
-    assert rc == 0, out
+    out = barrier_ok(rxe, 2, "--impl %s --signal write_imm --rounds 30" % impl,
+                         wrap="valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite "
+                              "--show-possibly-lost=no")
     assert summary(out)["violations"] == 0, out

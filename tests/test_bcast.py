@@ -11,15 +11,14 @@ import re
 
 import pytest
 
-from conftest import BIN, SANBIN, host
+from conftest import BIN, SANBIN, run_ctest
 
 RUN = BIN + "/emunic-run"
 
 
 def bcast(rxe, n, checks, prog=BIN + "/emunic-bcast", timeout=300, spec=None):
     f = "-f '%s' " % spec if spec else ""
-    rc, out = rxe.run("%s -n %d -t %d %s%s %s" % (RUN, n, timeout - 60, f, prog, checks), timeout=timeout)
-    assert rc == 0, out
+    out = run_ctest(rxe, "%s -n %d -t %d %s%s %s" % (RUN, n, timeout - 60, f, prog, checks), timeout=timeout)
     names = []
     for c in checks.split():
         names += {"all": ["sizes", "roots", "inflight"], "ptp-all": ["ptp-sizes", "ptp-roots"]}.get(c, [c])
@@ -103,5 +102,5 @@ def test_the_binomial_tree_by_its_properties():
     """schedule.c's tree for every size 1-64 and root (host only): one
     parent each, listed by it, every rank reached within ceil(log2 size)
     levels, children in decreasing distance, every pair coll_bin_paired."""
-    rc, out = host("%s/emunic-schedtest bintree" % BIN)
-    assert rc == 0 and "emunic-schedtest: bintree: PASS" in out, out
+    out = run_ctest(None, "%s/emunic-schedtest bintree" % BIN)
+    assert "emunic-schedtest: bintree: PASS" in out, out

@@ -40,13 +40,15 @@ def mpmd(rxe, rank0_env, rank1_env, env=(), timeout=200):
 _plain = {}
 
 
-def plain_results(rxe, n):
-    """The results without the interposer (one run per size per session)."""
-    if n not in _plain:
-        rc, out = mpirun(rxe, n, preload=False)
+def plain_results(rxe, n, launcher=mpirun, cache=_plain):
+    """The results without the interposer, launcher(rxe, n, preload=False)
+    running the program (this file's mpirun, Open MPI's; test_mpich.py gives
+    MPICH's): one run per size per session, kept in cache, one per launcher."""
+    if n not in cache:
+        rc, out = launcher(rxe, n, preload=False)
         assert rc == 0, out
-        _plain[n] = results(out, n)
-    return _plain[n]
+        cache[n] = results(out, n)
+    return cache[n]
 
 
 def results(out, n):

@@ -9,7 +9,7 @@ for bit with and without LD_PRELOAD at 2 and 4 ranks."""
 import pytest
 
 from conftest import BIN
-from test_mpi import FAULT_ENV, check_fault_named, check_free_refused, check_offloaded, results
+from test_mpi import FAULT_ENV, check_fault_named, check_free_refused, check_offloaded, plain_results
 
 LIB = BIN.replace("/bin", "/lib") + "/libemunic-mpich.so"
 PROG = BIN + "/emunic-mpi-colls.mpich"
@@ -17,6 +17,7 @@ PROG = BIN + "/emunic-mpi-colls.mpich"
 # offloaded collectives use emunic.
 MPICH_ENV = "UCX_TLS=self,sm"
 
+# MPICH's results without the interposer, by size (test_mpi.plain_results).
 _plain = {}
 
 
@@ -28,19 +29,11 @@ def mpirun(rxe, n, preload=True, env=(), args="", timeout=200):
                    % (MPICH_ENV, timeout - 20, n, g, PROG, args), timeout=timeout)
 
 
-def plain_results(rxe, n):
-    if n not in _plain:
-        rc, out = mpirun(rxe, n, preload=False)
-        assert rc == 0, out
-        _plain[n] = results(out, n)
-    return _plain[n]
-
-
 @pytest.mark.parametrize("n", [2, 4])
 def test_same_results_under_mpich(rxe, n):
     rc, pre = mpirun(rxe, n, env=["EMUNIC_MPI_VERBOSE=1"])
     assert rc == 0, pre
-    check_offloaded(pre, plain_results(rxe, n), n)
+    check_offloaded(pre, plain_results(rxe, n, mpirun, _plain), n)
 
 
 def test_request_free_on_an_offloaded_collective_is_refused(rxe):

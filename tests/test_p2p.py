@@ -4,15 +4,14 @@ rendezvous with seed 000's progress variants, and connections made on demand
 payload is checked byte by byte."""
 import pytest
 
-from conftest import BIN, SANBIN
+from conftest import BIN, SANBIN, run_ctest
 
 RUN = "%s/emunic-run -n %d -t %d %s/emunic-rndv %s"
 
 
 def run(rxe, check, n=2, args="", timeout=240, binpath=BIN, wrap="", env=""):
     cmd = env + RUN % (BIN, n, timeout - 20, wrap + binpath, check) + " " + args
-    rc, out = rxe.run(cmd, timeout=timeout)
-    assert rc == 0, out
+    out = run_ctest(rxe, cmd, timeout=timeout)
     assert "emunic-rndv: %s: PASS" % check in out, out
     return out
 

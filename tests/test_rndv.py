@@ -4,7 +4,7 @@ with no test call, the credit bound checked from the progress core's trace,
 truncation and bad arguments."""
 import pytest
 
-from conftest import BIN, SANBIN
+from conftest import BIN, SANBIN, run_ctest
 
 RUN = "%s/emunic-run -n %d -t %d %s/emunic-rndv %s"
 
@@ -20,8 +20,7 @@ CHECKS = {
 
 def run(rxe, check, n=2, args="", timeout=240, binpath=BIN, wrap=""):
     cmd = RUN % (BIN, n, timeout - 20, wrap + binpath, check) + " " + args
-    rc, out = rxe.run(cmd, timeout=timeout)
-    assert rc == 0, out
+    out = run_ctest(rxe, cmd, timeout=timeout)
     assert "emunic-rndv: %s: PASS" % check in out, out
     return out
 

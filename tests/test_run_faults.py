@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from conftest import BIN, host
+from conftest import BIN, host, run_ctest
 
 RUN = BIN + "/emunic-run"
 BT = BIN + "/emunic-boottest"
@@ -112,8 +112,7 @@ COUNTERS = re.compile(r"emunic-run: hw counters of (\S+) \(port 1\), change over
 
 
 def test_counters_show_the_traffic(rxe):
-    rc, out = rxe.run("%s -c -n 2 -t 60 %s --size 4K --iters 1" % (RUN, DP), timeout=90)
-    assert rc == 0, out
+    out = run_ctest(rxe, "%s -c -n 2 -t 60 %s --size 4K --iters 1" % (RUN, DP), timeout=90)
     m = COUNTERS.search(out)
     assert m and m.group(2) != "no change", out
     assert re.search(r"\w+ \+\d+", m.group(2)), out
@@ -123,8 +122,7 @@ def test_counters_show_the_traffic(rxe):
 
 def test_counters_show_an_rnr_fault(rxe):
     """--faults reaches the ranks; the RNR NAKs it causes show in the counters."""
-    rc, out = rxe.run("%s -c -n 2 -t 60 -f 'rnr:peer=1' %s send" % (RUN, FT), timeout=90)
-    assert rc == 0, out
+    out = run_ctest(rxe, "%s -c -n 2 -t 60 -f 'rnr:peer=1' %s send" % (RUN, FT), timeout=90)
     assert "faulttest: rank 0: SEND: RNR_RETRY_EXC_ERR" in out, out
     m = COUNTERS.search(out)
     assert m, out

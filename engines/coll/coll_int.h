@@ -52,7 +52,9 @@ struct coll_args {
  * An algorithm: what coll.c calls, so that it names no algorithm's
  * functions and each collective to come (ibcast, iallreduce, ialltoall,
  * igather) is a file with a table of its own.  Each returns 0 or a negative
- * errno.
+ * errno.  This is the task-list builder of a collective's one ops table
+ * (baseline/coll_ops.h, a layer above: engines never point at the
+ * baselines), which reaches it by kind through emunic_coll_create.
  */
 struct coll_alg {
 	const char *name;		/* in error lines: "barrier 7: ..." */

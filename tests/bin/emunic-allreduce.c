@@ -36,7 +36,7 @@
 #include "emunic.h"
 #include <emunic/coll.h>
 
-#include "baseline/ptp.h"
+#include "baseline/coll_ops.h"
 #include "engines/coll/rsag.h"
 
 #include <errno.h>
@@ -128,12 +128,17 @@ static bool same(int type, const unsigned char *a, const unsigned char *b, size_
 }
 
 static unsigned char *sbuf, *rbuf, *want, *tmp;
-static struct emunic_ptp_ar *P;	/* ptp-*: the host-progressed baseline instead */
+/* ptp-*: the host-progressed baseline instead, from the allreduce's table;
+ * P its handle. */
+static const struct emunic_coll_impl *const B = &emunic_allreduce_ops.baseline;
+static void *P;
 static struct emunic_dev *test_dev;
 
 static int do_allreduce(struct emunic_coll *c, const void *s, void *r, size_t n, int type, int op)
 {
-	return P ? emunic_ptp_allreduce(P, s, r, n, type, op) : emunic_allreduce(c, s, r, n, type, op);
+	struct emunic_coll_call k = { .sbuf = s, .rbuf = r, .count = n, .type = type, .op = op };
+
+	return P ? B->call(P, &k) : emunic_allreduce(c, s, r, n, type, op);
 }
 
 static void reference(int op, int type, size_t count)
@@ -161,11 +166,12 @@ static void one(struct emunic_coll *c, int op, int type, size_t count, bool bloc
 	fill(type, rank, sbuf, count, op);
 	memset(rbuf, 0xa5, count * emunic_calc_size(type));
 	if (P && !blocking) {
-		struct emunic_ptp_ar_req *preq;
+		struct emunic_coll_call k = { .sbuf = sbuf, .rbuf = rbuf, .count = count, .type = type, .op = op };
+		void *preq;
 
-		r = emunic_ptp_iallreduce(P, sbuf, rbuf, count, type, op, &preq);
+		r = B->start(P, &k, &preq);
 		memset(sbuf, 0x5a, count * emunic_calc_size(type));
-		r = r ? r : emunic_ptp_ar_wait(preq, 60000);
+		r = r ? r : B->wait(preq, 60000);
 	} else if (blocking) {
 		r = do_allreduce(c, sbuf, rbuf, count, type, op);
 	} else {
@@ -639,10 +645,12 @@ int main(int argc, char **argv)
 	a.max_bytes = MAXB;
 	a.timeout_ms = strcmp(argv[1], "fault") ? 60000 : 3000;
 	if (!strncmp(argv[1], "ptp-", 4)) {
+		struct emunic_coll_impl_attr pa = { .max_bytes = MAXB, .timeout_ms = 60000, .spin_us = 50 };
+
 		c = NULL;
-		r = emunic_ptp_ar_create(boot, MAXB, 60000, 50, &P);
+		r = B->open(EMUNIC_COLL_ALLREDUCE, boot, dev, &pa, &P);
 		if (r)
-			DIE("emunic_ptp_ar_create: %s", strerror(-r));
+			DIE("%s: %s", B->create, strerror(-r));
 	} else if ((r = emunic_coll_create(dev, &a, &c))) {
 		DIE("emunic_coll_create: %s", strerror(-r));
 	}
@@ -651,7 +659,7 @@ int main(int argc, char **argv)
 	want = malloc(MAXB);
 	tmp = malloc(MAXB);
 	checks[i].fn(c);
-	r = P ? emunic_ptp_ar_destroy(P) : emunic_coll_destroy(c);
+	r = P ? B->close(P) : emunic_coll_destroy(c);
 	if (r && strcmp(argv[1], "fault"))
 		FAIL("destroying the allreduce object: %s", strerror(-r));
 	emunic_boot_barrier(boot);

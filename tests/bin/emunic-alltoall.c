@@ -2,7 +2,8 @@
 /*
  * emunic-alltoall: the offloaded exchanges (emunic/coll.h, engines/coll/
  * exchange.c) — alltoall, allgather, gather — and their host-progressed
- * baseline (baseline/ptp.h).  Run by any number of ranks, with one or more
+ * baseline (baseline/ptp.h), both through each one's ops table
+ * (baseline/coll_ops.h).  Run by any number of ranks, with one or more
  * checks in one process:
  *
  *   emunic-run -n N emunic-alltoall CHECK [CHECK...]
@@ -57,7 +58,7 @@
 #include "emunic.h"
 #include <emunic/coll.h>
 
-#include "baseline/ptp.h"
+#include "baseline/coll_ops.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -113,7 +114,9 @@ static void sleep_ms(long ms)
 
 static const enum emunic_coll_kind kinds[NKIND] = { EMUNIC_COLL_ALLTOALL, EMUNIC_COLL_ALLGATHER,
 						     EMUNIC_COLL_GATHER };
-static const char *const knames[NKIND] = { "alltoall", "allgather", "gather" };
+/* Their ops tables (baseline/coll_ops.h): name, offload, baseline. */
+static const struct emunic_coll_ops *const ktabs[NKIND] = { &emunic_alltoall_ops, &emunic_allgather_ops,
+							    &emunic_gather_ops };
 
 static int kidx(enum emunic_coll_kind k)
 {
@@ -122,7 +125,7 @@ static int kidx(enum emunic_coll_kind k)
 
 static const char *kname(enum emunic_coll_kind k)
 {
-	return knames[kidx(k)];
+	return ktabs[kidx(k)]->name;
 }
 
 /* Blocks in a send buffer: one per rank for an alltoall, else one. */
@@ -151,61 +154,42 @@ static bool gets(int root)
 
 /* ---- the offload and the baseline behind one face ------------------------ */
 
+/* The face is the kind's ops table: ops is its offload or its baseline, h
+ * that one's handle. */
 struct obj {
 	const char *name;
 	enum emunic_coll_kind kind;
-	struct emunic_coll *c;		/* the offload, or */
-	struct emunic_ptp_a2a *p;	/* the baseline */
+	const struct emunic_coll_impl *ops;
+	void *h;
+	struct emunic_coll *c;		/* the offload's handle, for its own calls; NULL: the baseline */
 	size_t max;
 	int timeout_ms;
 };
 
 struct req {
 	struct obj *o;
-	struct emunic_coll_req *c;
-	struct emunic_ptp_a2a_req *p;
+	void *r;
 };
-
-/* The offload's call of kind k: the nonblocking one when req is set. */
-static int xcall(struct emunic_coll *c, enum emunic_coll_kind k, const void *sb, void *rb, size_t block, int root,
-		 struct emunic_coll_req **req)
-{
-	if (k == EMUNIC_COLL_GATHER)
-		return req ? emunic_igather(c, sb, rb, block, root, req) : emunic_gather(c, sb, rb, block, root);
-	if (k == EMUNIC_COLL_ALLGATHER)
-		return req ? emunic_iallgather(c, sb, rb, block, req) : emunic_allgather(c, sb, rb, block);
-	return req ? emunic_ialltoall(c, sb, rb, block, req) : emunic_alltoall(c, sb, rb, block);
-}
-
-/* The baseline's, alike. */
-static int pcall(struct emunic_ptp_a2a *p, enum emunic_coll_kind k, const void *sb, void *rb, size_t block,
-		 int root, struct emunic_ptp_a2a_req **req)
-{
-	if (k == EMUNIC_COLL_GATHER)
-		return req ? emunic_ptp_igather(p, sb, rb, block, root, req) :
-			     emunic_ptp_gather(p, sb, rb, block, root);
-	if (k == EMUNIC_COLL_ALLGATHER)
-		return req ? emunic_ptp_iallgather(p, sb, rb, block, req) : emunic_ptp_allgather(p, sb, rb, block);
-	return req ? emunic_ptp_ialltoall(p, sb, rb, block, req) : emunic_ptp_alltoall(p, sb, rb, block);
-}
 
 /* The object's call: blocking when rq is NULL. */
 static int o_call(struct obj *o, const void *sb, void *rb, size_t block, int root, struct req *rq)
 {
-	if (rq)
-		*rq = (struct req){ .o = o };
-	return o->p ? pcall(o->p, o->kind, sb, rb, block, root, rq ? &rq->p : NULL) :
-		      xcall(o->c, o->kind, sb, rb, block, root, rq ? &rq->c : NULL);
+	struct emunic_coll_call k = { .sbuf = sb, .rbuf = rb, .count = block, .root = root };
+
+	if (!rq)
+		return o->ops->call(o->h, &k);
+	*rq = (struct req){ .o = o };
+	return o->ops->start(o->h, &k, &rq->r);
 }
 
 static int o_test(struct req *rq)
 {
-	return rq->o->p ? emunic_ptp_a2a_test(rq->p) : emunic_coll_test(rq->c);
+	return rq->o->ops->test(rq->r);
 }
 
 static int o_wait(struct req *rq, int ms)
 {
-	return rq->o->p ? emunic_ptp_a2a_wait(rq->p, ms) : emunic_coll_wait(rq->c, ms);
+	return rq->o->ops->wait(rq->r, ms);
 }
 
 /* Posts, retrying -ENOSPC (within the bound): a nonblocking post may find
@@ -227,10 +211,12 @@ static int main_timeout_ms = WAIT_MS;
 
 /* Objects are made when a check first needs one: every rank runs the same
  * checks in the same order, so they are made in the same order too.  Every
- * pair of ranks exchanges data, so the offload's objects are dense. */
+ * pair of ranks exchanges data, so the offload's objects are dense (the
+ * default, which the table's open keeps). */
 static struct obj *make(bool ptp, bool small)
 {
 	struct obj **slot = &objs[kidx(kind)][ptp][small];
+	struct emunic_coll_impl_attr pa;
 	char name[64];
 	struct obj *o;
 	int r;
@@ -245,23 +231,13 @@ static struct obj *make(bool ptp, bool small)
 	o->timeout_ms = small ? WAIT_MS : main_timeout_ms;
 	snprintf(name, sizeof(name), "%s%s%s", ptp ? "ptp " : "", kname(kind), small ? " (4 KiB segments)" : "");
 	o->name = strdup(name);
-	if (ptp) {
-		r = emunic_ptp_xchg_create(boot, kind, o->max, small ? SMALLSEG : 0, o->timeout_ms, 50, &o->p);
-		if (r)
-			DIE("emunic_ptp_xchg_create (%s): %s", o->name, strerror(-r));
-	} else {
-		struct emunic_coll_attr a;
-
-		emunic_coll_attr_init(&a);
-		a.kind = kind;
-		a.conn = EMUNIC_COLL_DENSE;
-		a.max_bytes = o->max;
-		a.segment = small ? SMALLSEG : 0;
-		a.timeout_ms = o->timeout_ms;
-		r = emunic_coll_create(dev, &a, &o->c);
-		if (r)
-			DIE("emunic_coll_create (%s): %s", o->name, strerror(-r));
-	}
+	pa = (struct emunic_coll_impl_attr){ .max_bytes = o->max, .segment = small ? SMALLSEG : 0,
+					     .timeout_ms = o->timeout_ms, .spin_us = 50 };
+	o->ops = ptp ? &ktabs[kidx(kind)]->baseline : &ktabs[kidx(kind)]->offload;
+	r = o->ops->open(kind, boot, dev, &pa, &o->h);
+	if (r)
+		DIE("%s (%s): %s", o->ops->create, o->name, strerror(-r));
+	o->c = ptp ? NULL : o->h;
 	return *slot = o;
 }
 
@@ -272,7 +248,7 @@ static void unmake(struct obj **slot, bool fault)
 
 	if (!o)
 		return;
-	r = o->p ? emunic_ptp_a2a_destroy(o->p) : emunic_coll_destroy(o->c);
+	r = o->ops->close(o->h);
 	if (r && !fault)
 		FAIL("destroying the %s object: %s", o->name, strerror(-r));
 	free((void *)o->name);
@@ -637,6 +613,24 @@ static void expect(int r, int err, const char *fmt, ...)
 	FAIL("%s: %d (%s), not %d (%s)", what, r, r < 0 ? strerror(-r) : "no error", err, strerror(-err));
 }
 
+/* The offload's call of kind k on c, from k's table (whatever c's own kind):
+ * the nonblocking one when req is set. */
+static int xcall(struct emunic_coll *c, enum emunic_coll_kind k, const void *sb, void *rb, size_t block, int root,
+		 struct emunic_coll_req **req)
+{
+	const struct emunic_coll_impl *off = &ktabs[kidx(k)]->offload;
+	struct emunic_coll_call a = { .sbuf = sb, .rbuf = rb, .count = block, .root = root };
+	void *q;
+	int r;
+
+	if (!req)
+		return off->call(c, &a);
+	q = *req;	/* what a failed call must leave as it is (t_invalid) */
+	r = off->start(c, &a, &q);
+	*req = q;
+	return r;
+}
+
 /* The calls that fail on any exchange object, blocking (req NULL) or not. */
 static void bad_calls(struct obj *o, struct emunic_coll *bc, struct emunic_coll_req **req)
 {
@@ -659,7 +653,7 @@ static void bad_calls(struct obj *o, struct emunic_coll *bc, struct emunic_coll_
 	for (int j = 0; j < NKIND; j++)
 		if (kinds[j] != kind)
 			expect(xcall(c, kinds[j], sb, rb, 10, 0, req), -EINVAL, "%s %s on a %s object", form,
-			       knames[j], k);
+			       ktabs[j]->name, k);
 	expect(xcall(bc, kind, sb, rb, 10, 0, req), -EINVAL, "%s %s on a bcast object", form, k);
 }
 
@@ -812,9 +806,9 @@ static int parse(const char *arg, struct run *run, int *nrun, bool *fault)
 	int na = 1;
 
 	for (int j = 1; j < NKIND; j++)
-		if (!strncmp(arg, knames[j], strlen(knames[j])) && arg[strlen(knames[j])] == '-') {
+		if (!strncmp(arg, ktabs[j]->name, strlen(ktabs[j]->name)) && arg[strlen(ktabs[j]->name)] == '-') {
 			k = kinds[j];
-			arg += strlen(knames[j]) + 1;
+			arg += strlen(ktabs[j]->name) + 1;
 		}
 	names = &arg;
 	if (!strcmp(arg, "all"))

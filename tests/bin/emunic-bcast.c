@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * emunic-bcast: the offloaded broadcast (emunic/coll.h, engines/coll/
- * bcast.c) and its host-progressed baseline (baseline/ptp.h).  Run by any
+ * bcast.c) and its host-progressed baseline (baseline/ptp.h), both through the
+ * bcast's ops table (baseline/coll_ops.h).  Run by any
  * number of ranks, with one or more checks in one process:
  *
  *   emunic-run -n N emunic-bcast CHECK [CHECK...]
@@ -42,7 +43,7 @@
 #include "emunic.h"
 #include <emunic/coll.h>
 
-#include "baseline/ptp.h"
+#include "baseline/coll_ops.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -87,39 +88,45 @@ static void sleep_ms(long ms)
 
 /* ---- the offload and the baseline behind one face ------------------------ */
 
+/* The face is the bcast's ops table (baseline/coll_ops.h): ops is its
+ * offload or its baseline, h that one's handle. */
 struct obj {
 	const char *name;
-	struct emunic_coll *c;		/* the offload, or */
-	struct emunic_ptp_bc *p;	/* the baseline */
+	const struct emunic_coll_impl *ops;
+	void *h;
+	struct emunic_coll *c;		/* the offload's handle, for its own calls; NULL: the baseline */
 	size_t max;
 	int timeout_ms;
 };
 
 struct req {
 	struct obj *o;
-	struct emunic_coll_req *c;
-	struct emunic_ptp_bc_req *p;
+	void *r;
 };
 
 static int o_bcast(struct obj *o, void *buf, size_t n, int root)
 {
-	return o->p ? emunic_ptp_bcast(o->p, buf, n, root) : emunic_bcast(o->c, buf, n, root);
+	struct emunic_coll_call k = { .rbuf = buf, .count = n, .root = root };
+
+	return o->ops->call(o->h, &k);
 }
 
 static int o_ibcast(struct obj *o, void *buf, size_t n, int root, struct req *rq)
 {
+	struct emunic_coll_call k = { .rbuf = buf, .count = n, .root = root };
+
 	*rq = (struct req){ .o = o };
-	return o->p ? emunic_ptp_ibcast(o->p, buf, n, root, &rq->p) : emunic_ibcast(o->c, buf, n, root, &rq->c);
+	return o->ops->start(o->h, &k, &rq->r);
 }
 
 static int o_test(struct req *rq)
 {
-	return rq->o->p ? emunic_ptp_bc_test(rq->p) : emunic_coll_test(rq->c);
+	return rq->o->ops->test(rq->r);
 }
 
 static int o_wait(struct req *rq, int ms)
 {
-	return rq->o->p ? emunic_ptp_bc_wait(rq->p, ms) : emunic_coll_wait(rq->c, ms);
+	return rq->o->ops->wait(rq->r, ms);
 }
 
 /* Posts, retrying -ENOSPC (within the bound): a nonblocking post may find
@@ -157,10 +164,14 @@ static struct obj *make(bool ptp, bool small)
 	o->max = small ? SMALLB : MAXB;
 	o->timeout_ms = small ? WAIT_MS : main_timeout_ms;
 	if (ptp) {
+		struct emunic_coll_impl_attr pa = { .max_bytes = o->max, .segment = small ? SMALLSEG : 0,
+						    .timeout_ms = o->timeout_ms, .spin_us = 50 };
+
 		o->name = small ? "ptp (4 KiB segments)" : "ptp";
-		r = emunic_ptp_bc_create(boot, o->max, small ? SMALLSEG : 0, o->timeout_ms, 50, &o->p);
+		o->ops = &emunic_bcast_ops.baseline;
+		r = o->ops->open(emunic_bcast_ops.kind, boot, dev, &pa, &o->h);
 		if (r)
-			DIE("emunic_ptp_bc_create (%s): %s", o->name, strerror(-r));
+			DIE("%s (%s): %s", o->ops->create, o->name, strerror(-r));
 	} else {
 		struct emunic_coll_attr a;
 
@@ -173,9 +184,13 @@ static struct obj *make(bool ptp, bool small)
 		a.conn = small ? EMUNIC_COLL_SPARSE : EMUNIC_COLL_DENSE;
 		a.timeout_ms = o->timeout_ms;
 		o->name = small ? "bcast (sparse, 4 KiB segments)" : "bcast";
+		/* Made here, not by the table's open: the sparse connections
+		 * are an attribute the table does not carry. */
 		r = emunic_coll_create(dev, &a, &o->c);
 		if (r)
 			DIE("emunic_coll_create (%s): %s", o->name, strerror(-r));
+		o->ops = &emunic_bcast_ops.offload;
+		o->h = o->c;
 	}
 	return *slot = o;
 }
@@ -187,7 +202,7 @@ static void unmake(struct obj **slot, bool fault)
 
 	if (!o)
 		return;
-	r = o->p ? emunic_ptp_bc_destroy(o->p) : emunic_coll_destroy(o->c);
+	r = o->ops->close(o->h);
 	if (r && !fault)
 		FAIL("destroying the %s object: %s", o->name, strerror(-r));
 	free(o);

@@ -17,7 +17,6 @@
  * head.
  */
 #include "bench.h"
-#include "baseline/ptp.h"
 #include "engines/coll/rsag.h"
 
 #include <emunic/coll.h>
@@ -26,41 +25,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int ptp_open(struct bench *b, const struct coll_opts *o, int spin, void **ptp)
+/* A SUM of n doubles. */
+static struct emunic_coll_call ar_call(const double *s, double *r, size_t n)
 {
-	struct emunic_ptp_ar *p = NULL;
-	int r = emunic_ptp_ar_create(b->boot, bench_coll_max_size(o), o->timeout_ms, spin, &p);
-
-	*ptp = p;
-	return r ? bench_err(b, r, "ptp: emunic_ptp_ar_create") : 0;
-}
-
-static void ptp_close(void *ptp)
-{
-	emunic_ptp_ar_destroy(ptp);
+	return (struct emunic_coll_call){ .sbuf = s, .rbuf = r, .count = n, .type = EMUNIC_CALC_DOUBLE,
+					  .op = EMUNIC_CALC_SUM };
 }
 
 static int im_allreduce(struct coll_impl *im, const double *s, double *r, size_t n)
 {
-	return im->ptp ? emunic_ptp_allreduce(im->ptp, s, r, n, EMUNIC_CALC_DOUBLE, EMUNIC_CALC_SUM)
-		       : emunic_allreduce(im->coll, s, r, n, EMUNIC_CALC_DOUBLE, EMUNIC_CALC_SUM);
+	struct emunic_coll_call c = ar_call(s, r, n);
+
+	return im->ops->call(im->h, &c);
 }
 
 /* post, work for `work` loop iterations, wait. */
 static int im_overlapped(struct coll_impl *im, const double *s, double *r, size_t n, uint64_t work, int timeout_ms)
 {
-	struct emunic_ptp_ar_req *pq;
-	struct emunic_coll_req *cq;
-	int rc;
+	struct emunic_coll_call c = ar_call(s, r, n);
+	void *q;
+	int rc = im->ops->start(im->h, &c, &q);
 
-	if (im->ptp) {
-		rc = emunic_ptp_iallreduce(im->ptp, s, r, n, EMUNIC_CALC_DOUBLE, EMUNIC_CALC_SUM, &pq);
-		bench_nops(work);
-		return rc ? rc : emunic_ptp_ar_wait(pq, timeout_ms);
-	}
-	rc = emunic_iallreduce(im->coll, s, r, n, EMUNIC_CALC_DOUBLE, EMUNIC_CALC_SUM, &cq);
 	bench_nops(work);
-	return rc ? rc : emunic_coll_wait(cq, timeout_ms);
+	return rc ? rc : im->ops->wait(q, timeout_ms);
 }
 
 static int warmup(struct bench *b, const struct coll_opts *o, struct coll_impl *im, size_t bytes)
@@ -122,8 +109,7 @@ static void report_head(const struct bench *b, const struct coll_opts *o, const 
 
 /* Each rank's figures are its own; rank 0's are reported. */
 static const struct coll_bench allreduce_bench = {
-	.cmd = "allreduce",
-	.kind = EMUNIC_COLL_ALLREDUCE,
+	.ops = &emunic_allreduce_ops,
 	.max_what = "max",
 	.iters = 200,
 	.sizes = "8,8K,64K,256K,1M",
@@ -131,8 +117,6 @@ static const struct coll_bench allreduce_bench = {
 	.max_size = (size_t)16 << 20,
 	.align = sizeof(double),
 	.overlap_size = 8192,
-	.ptp_open = ptp_open,
-	.ptp_close = ptp_close,
 	.warmup = warmup,
 	.timed = timed,
 	.report_head = report_head,

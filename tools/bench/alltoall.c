@@ -23,7 +23,6 @@
  * the report's head.
  */
 #include "bench.h"
-#include "baseline/ptp.h"
 
 #include <emunic/coll.h>
 
@@ -35,45 +34,29 @@
 #define AA_CHECKS 2		/* blocking alltoalls of the check */
 #define AA_POISON 0x5a		/* a receive buffer before a checked call */
 
-struct aa_req {
-	struct emunic_ptp_a2a_req *p;
-	struct emunic_coll_req *c;
-};
-
-static int ptp_open(struct bench *b, const struct coll_opts *o, int spin, void **ptp)
-{
-	struct emunic_ptp_a2a *p = NULL;
-	int r = emunic_ptp_a2a_create(b->boot, bench_coll_max_size(o), o->segment, o->timeout_ms, spin, &p);
-
-	*ptp = p;
-	return r ? bench_err(b, r, "ptp: emunic_ptp_a2a_create") : 0;
-}
-
-static void ptp_close(void *ptp)
-{
-	emunic_ptp_a2a_destroy(ptp);
-}
-
 static int im_alltoall(struct coll_impl *im, const void *sbuf, void *rbuf, size_t block)
 {
-	return im->ptp ? emunic_ptp_alltoall(im->ptp, sbuf, rbuf, block) : emunic_alltoall(im->coll, sbuf, rbuf, block);
+	struct emunic_coll_call c = { .sbuf = sbuf, .rbuf = rbuf, .count = block };
+
+	return im->ops->call(im->h, &c);
 }
 
-static int im_ialltoall(struct coll_impl *im, const void *sbuf, void *rbuf, size_t block, struct aa_req *q)
+static int im_ialltoall(struct coll_impl *im, const void *sbuf, void *rbuf, size_t block, void **q)
 {
-	*q = (struct aa_req){ 0 };
-	return im->ptp ? emunic_ptp_ialltoall(im->ptp, sbuf, rbuf, block, &q->p)
-		     : emunic_ialltoall(im->coll, sbuf, rbuf, block, &q->c);
+	struct emunic_coll_call c = { .sbuf = sbuf, .rbuf = rbuf, .count = block };
+
+	*q = NULL;
+	return im->ops->start(im->h, &c, q);
 }
 
-static int im_wait(struct coll_impl *im, struct aa_req *q, int timeout_ms)
+static int im_wait(struct coll_impl *im, void **q, int timeout_ms)
 {
-	return im->ptp ? emunic_ptp_a2a_wait(q->p, timeout_ms) : emunic_coll_wait(q->c, timeout_ms);
+	return im->ops->wait(*q, timeout_ms);
 }
 
 /* -ENOSPC only while an earlier call's copies or landing segments are not
  * yet free: retried, within the bound. */
-static int im_ialltoall_retry(struct coll_impl *im, const void *sbuf, void *rbuf, size_t block, struct aa_req *q,
+static int im_ialltoall_retry(struct coll_impl *im, const void *sbuf, void *rbuf, size_t block, void **q,
 			      int timeout_ms)
 {
 	int64_t deadline = bench_mono_ns() + (int64_t)timeout_ms * 1000000;
@@ -88,7 +71,7 @@ static int im_ialltoall_retry(struct coll_impl *im, const void *sbuf, void *rbuf
 static int im_overlapped(struct coll_impl *im, const void *sbuf, void *rbuf, size_t block, uint64_t work,
 			 int timeout_ms)
 {
-	struct aa_req q;
+	void *q;
 	int rc = im_ialltoall_retry(im, sbuf, rbuf, block, &q, timeout_ms);
 
 	bench_nops(work);
@@ -156,7 +139,7 @@ static int check_blocking(struct bench *b, struct coll_impl *im, unsigned char *
 static int check_inflight(struct bench *b, const struct coll_opts *o, struct coll_impl *im, unsigned char **sbuf,
 			  unsigned char **rbuf, size_t block)
 {
-	struct aa_req q[AA_INFLIGHT];
+	void *q[AA_INFLIGHT];
 	int posted = 0, waited = 0, r = 0;
 
 	for (int k = 0; !r && k < AA_INFLIGHT; k++) {
@@ -283,11 +266,8 @@ static void report_head(const struct bench *b, const struct coll_opts *o, const 
 }
 
 static const struct coll_bench alltoall_bench = {
-	.cmd = "alltoall",
-	.kind = EMUNIC_COLL_ALLTOALL,
+	.ops = &emunic_alltoall_ops,
 	COLL_BLOCK_BENCH,
-	.ptp_open = ptp_open,
-	.ptp_close = ptp_close,
 	.check = check,
 	.warmup = warmup,
 	.timed = timed,

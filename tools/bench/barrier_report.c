@@ -96,6 +96,29 @@ static void ratio_label(char *buf, size_t len, const struct impl *im)
 	snprintf(buf, len, "%.23s/ptp", im->name);
 }
 
+/* Under a table, a row of MQ/PTP ratios for each offloaded implementation:
+ * a 12-wide cell (fmt) for each of the nm metrics, a NULL one a gap as wide
+ * as table 4's "% of wall" column, which has no ratio. */
+static void print_ratio_rows(const struct bench *b, const struct bar_opts *o, const struct impl *im, int n,
+			     const char *const *m, int nm, const char *fmt)
+{
+	for (int k = 0; k < n; k++) {
+		char label[40];
+
+		if (im[k].ptp || o->no_ptp)
+			continue;
+		ratio_label(label, sizeof(label), &im[k]);
+		printf("   %-18s", label);
+		for (int j = 0; j < nm; j++) {
+			if (m[j])
+				bench_cell(ratio_of(b, im[k].name, m[j]), 12, fmt);
+			else
+				printf("%11s", "");
+		}
+		printf("\n");
+	}
+}
+
 static void print_latency(const struct bench *b, const struct bar_opts *o, const struct impl *im, int n)
 {
 	static const char *const m[4] = { "barrier_latency", "barrier_latency_p50", "ibarrier_latency",
@@ -109,17 +132,7 @@ static void print_latency(const struct bench *b, const struct bar_opts *o, const
 			bench_cell(bench_get(b, im[k].name, m[j]), 12, "%.1f");
 		printf("\n");
 	}
-	for (int k = 0; k < n; k++) {
-		char label[40];
-
-		if (im[k].ptp || o->no_ptp)
-			continue;
-		ratio_label(label, sizeof(label), &im[k]);
-		printf("   %-18s", label);
-		for (int j = 0; j < 4; j++)
-			bench_cell(ratio_of(b, im[k].name, m[j]), 12, "%.2fx");
-		printf("\n");
-	}
+	print_ratio_rows(b, o, im, n, m, 4, "%.2fx");
 }
 
 static void print_test_loop(const struct bench *b, const struct bar_opts *o, const struct bar_info *info,
@@ -196,19 +209,7 @@ static void print_cpu(const struct bench *b, const struct bar_opts *o, const str
 		bench_cell(bench_get(b, im[k].name, m[2]), 12, "%.1f");
 		printf("\n");
 	}
-	for (int k = 0; k < n; k++) {
-		char label[40];
-
-		if (im[k].ptp || o->no_ptp)
-			continue;
-		ratio_label(label, sizeof(label), &im[k]);
-		printf("   %-18s", label);
-		bench_cell(ratio_of(b, im[k].name, m[0]), 12, "%.3fx");
-		printf("%11s", "");
-		bench_cell(ratio_of(b, im[k].name, m[1]), 12, "%.3fx");
-		bench_cell(ratio_of(b, im[k].name, m[2]), 12, "%.3fx");
-		printf("\n");
-	}
+	print_ratio_rows(b, o, im, n, (const char *const[4]){ m[0], NULL, m[1], m[2] }, 4, "%.3fx");
 }
 
 /* The engine's targets (issue 18): latency against ptp by rank count, the

@@ -23,7 +23,6 @@
  * the report's head.
  */
 #include "bench.h"
-#include "baseline/ptp.h"
 
 #include <emunic/coll.h>
 
@@ -35,44 +34,29 @@
 #define BC_INFLIGHT 3		/* both implementations' bound */
 #define BC_POISON 0x5a		/* a non-root's buffer before a checked call */
 
-struct bc_req {
-	struct emunic_ptp_bc_req *p;
-	struct emunic_coll_req *c;
-};
-
-static int ptp_open(struct bench *b, const struct coll_opts *o, int spin, void **ptp)
-{
-	struct emunic_ptp_bc *p = NULL;
-	int r = emunic_ptp_bc_create(b->boot, bench_coll_max_size(o), o->segment, o->timeout_ms, spin, &p);
-
-	*ptp = p;
-	return r ? bench_err(b, r, "ptp: emunic_ptp_bc_create") : 0;
-}
-
-static void ptp_close(void *ptp)
-{
-	emunic_ptp_bc_destroy(ptp);
-}
-
 static int im_bcast(struct coll_impl *im, void *buf, size_t bytes, int root)
 {
-	return im->ptp ? emunic_ptp_bcast(im->ptp, buf, bytes, root) : emunic_bcast(im->coll, buf, bytes, root);
+	struct emunic_coll_call c = { .rbuf = buf, .count = bytes, .root = root };
+
+	return im->ops->call(im->h, &c);
 }
 
-static int im_ibcast(struct coll_impl *im, void *buf, size_t bytes, int root, struct bc_req *q)
+static int im_ibcast(struct coll_impl *im, void *buf, size_t bytes, int root, void **q)
 {
-	*q = (struct bc_req){ 0 };
-	return im->ptp ? emunic_ptp_ibcast(im->ptp, buf, bytes, root, &q->p) : emunic_ibcast(im->coll, buf, bytes, root, &q->c);
+	struct emunic_coll_call c = { .rbuf = buf, .count = bytes, .root = root };
+
+	*q = NULL;
+	return im->ops->start(im->h, &c, q);
 }
 
-static int im_wait(struct coll_impl *im, struct bc_req *q, int timeout_ms)
+static int im_wait(struct coll_impl *im, void **q, int timeout_ms)
 {
-	return im->ptp ? emunic_ptp_bc_wait(q->p, timeout_ms) : emunic_coll_wait(q->c, timeout_ms);
+	return im->ops->wait(*q, timeout_ms);
 }
 
 /* -ENOSPC only while an earlier call's sends are not yet complete (the
  * root's copies): retried, within the bound. */
-static int im_ibcast_retry(struct coll_impl *im, void *buf, size_t bytes, int root, struct bc_req *q, int timeout_ms)
+static int im_ibcast_retry(struct coll_impl *im, void *buf, size_t bytes, int root, void **q, int timeout_ms)
 {
 	int64_t deadline = bench_mono_ns() + (int64_t)timeout_ms * 1000000;
 	int rc;
@@ -85,7 +69,7 @@ static int im_ibcast_retry(struct coll_impl *im, void *buf, size_t bytes, int ro
 /* post, work for `work` loop iterations, wait. */
 static int im_overlapped(struct coll_impl *im, void *buf, size_t bytes, uint64_t work, int timeout_ms)
 {
-	struct bc_req q;
+	void *q;
 	int rc = im_ibcast_retry(im, buf, bytes, BC_ROOT, &q, timeout_ms);
 
 	bench_nops(work);
@@ -144,7 +128,7 @@ static int check_roots(struct bench *b, struct coll_impl *im, unsigned char *buf
 static int check_inflight(struct bench *b, const struct coll_opts *o, struct coll_impl *im, unsigned char **buf,
 			  size_t bytes)
 {
-	struct bc_req q[BC_INFLIGHT];
+	void *q[BC_INFLIGHT];
 	int posted = 0, waited = 0, r = 0;
 
 	for (int k = 0; !r && k < BC_INFLIGHT; k++) {
@@ -264,8 +248,7 @@ static void report_head(const struct bench *b, const struct coll_opts *o, const 
 }
 
 static const struct coll_bench bcast_bench = {
-	.cmd = "bcast",
-	.kind = EMUNIC_COLL_BCAST,
+	.ops = &emunic_bcast_ops,
 	.max_what = "max",
 	.iters = 100,
 	.sizes = "8,8K,64K,1M",
@@ -277,8 +260,6 @@ static const struct coll_bench bcast_bench = {
 	.means = true,
 	.slowest = true,
 	.overlap_size = 8192,
-	.ptp_open = ptp_open,
-	.ptp_close = ptp_close,
 	.check = check,
 	.warmup = warmup,
 	.timed = timed,

@@ -32,6 +32,8 @@
 #include <emunic.h>
 #include <emunic/coll.h>
 
+#include "baseline/coll_ops.h"
+
 #include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -149,19 +151,21 @@ struct coll_opts {
 	int nsizes;
 };
 
-/* One of the two implementations: ptp (the baseline) or mq (the offload). */
+/* One of the two implementations of the collective's ops table: ptp (its
+ * baseline) or mq (its offload); the subcommands call it through ops. */
 struct coll_impl {
 	const char *name;		/* "ptp", "mq" */
+	const struct emunic_coll_impl *ops;
 	struct emunic_dev *dev;		/* mq's */
-	struct emunic_coll *coll;	/* mq's */
-	void *ptp;			/* ptp's handle, of the subcommand's type */
+	void *h;			/* the handle ops->open made */
 };
 
 /* A collective subcommand: what differs.  The callbacks return 0 or a
  * negative errno, having said why (bench_err). */
 struct coll_bench {
-	const char *cmd;		/* the name, in the table, targets, metrics */
-	enum emunic_coll_kind kind;	/* mq's */
+	/* The collective's one table: its name (the subcommand's, in the
+	 * table, targets, metrics), the offload (mq) and the baseline (ptp). */
+	const struct emunic_coll_ops *ops;
 	const char *max_what;		/* mq's create error: "(CMD, MAX_WHAT N bytes)" */
 	int iters;			/* --iters' default */
 	const char *sizes;		/* --sizes' default */
@@ -173,9 +177,6 @@ struct coll_bench {
 	bool means;			/* figures are means over the ranks, else rank 0's */
 	bool slowest;			/* the slowest rank's mean: a column, a metric */
 	size_t overlap_size;		/* the size of the overlap targets (2 ranks) */
-	/* ptp's handle, for max size bench_coll_max_size(o); spin: its spin_us */
-	int (*ptp_open)(struct bench *b, const struct coll_opts *o, int spin, void **ptp);
-	void (*ptp_close)(void *ptp);
 	/* the data check before timing (NULL: none), every rank */
 	int (*check)(struct bench *b, const struct coll_opts *o, struct coll_impl *im, size_t bytes);
 	/* o->warmup blocking calls */

@@ -13,10 +13,12 @@
  *    100 x (1 - (t_total - t_compute) / t_pure), at least 0;
  *  - the figures (rank 0's, or the means over the ranks), the CSV rows, the
  *    table and the target lines.
- * A subcommand describes itself in a struct coll_bench: what differs (its
- * baseline's handle, its calls and data checks, the timed loop, the head of
- * its report) are callbacks there.  bench_coll_main calls nothing of the
- * subcommands but those.
+ * A subcommand describes itself in a struct coll_bench: its collective's
+ * ops table (baseline/coll_ops.h: the name, the offload and the baseline,
+ * which this file opens and closes and the subcommand calls through
+ * im->ops), and what differs (its calls' arguments and data checks, the
+ * timed loop, the head of its report) as callbacks.  bench_coll_main calls
+ * nothing of the subcommands but those.
  */
 #include "bench.h"
 
@@ -83,40 +85,31 @@ static double osu_overlap(double pure, double compute, double total)
 static int impl_open(struct bench *b, const struct coll_bench *cb, const struct coll_opts *o,
 		     struct coll_impl *im, char *device, size_t len)
 {
-	struct emunic_coll_attr ca;
-	int r;
+	/* A core each: poll, as the barrier's ptp does; else sleep. */
+	int spin = sysconf(_SC_NPROCESSORS_ONLN) >= bench_local_ranks(b) ? -1 : 50;
+	struct emunic_coll_impl_attr a = { .max_bytes = bench_coll_max_size(o), .segment = o->segment,
+					   .timeout_ms = o->timeout_ms, .spin_us = spin };
+	bool mq = strcmp(im->name, COLL_BASELINE);
+	int r = mq ? bench_open_dev(b, NULL, &im->dev, device, len) : 0;
 
-	if (!strcmp(im->name, COLL_BASELINE)) {
-		/* A core each: poll, as the barrier's ptp does; else sleep. */
-		int spin = sysconf(_SC_NPROCESSORS_ONLN) >= bench_local_ranks(b) ? -1 : 50;
-
-		return cb->ptp_open(b, o, spin, &im->ptp);
-	}
-	r = bench_open_dev(b, NULL, &im->dev, device, len);
 	if (r)
-		return r;
-	emunic_coll_attr_init(&ca);
-	ca.kind = cb->kind;
-	ca.max_bytes = bench_coll_max_size(o);
-	if (cb->segment)
-		ca.segment = o->segment;
-	ca.timeout_ms = o->timeout_ms;
-	r = emunic_coll_create(im->dev, &ca, &im->coll);
-	return r ? bench_err(b, r, "mq: emunic_coll_create (%s, %s %zu bytes)", cb->cmd, cb->max_what, ca.max_bytes)
-		 : 0;
+		return r;	/* it said why */
+	im->ops = mq ? &cb->ops->offload : &cb->ops->baseline;
+	r = im->ops->open(cb->ops->kind, b->boot, im->dev, &a, &im->h);
+	if (r && mq)
+		return bench_err(b, r, "mq: %s (%s, %s %zu bytes)", im->ops->create, cb->ops->name, cb->max_what,
+				 a.max_bytes);
+	return r ? bench_err(b, r, "%s: %s (%s)", im->name, im->ops->create, cb->ops->name) : 0;
 }
 
-static void impl_close(const struct coll_bench *cb, struct coll_impl *im)
+static void impl_close(struct coll_impl *im)
 {
-	if (im->coll)
-		emunic_coll_destroy(im->coll);
+	if (im->h)
+		im->ops->close(im->h);
 	if (im->dev)
 		emunic_dev_close(im->dev);
-	if (im->ptp)
-		cb->ptp_close(im->ptp);
-	im->coll = NULL;
+	im->h = NULL;
 	im->dev = NULL;
-	im->ptp = NULL;
 }
 
 /* ---- one size ---------------------------------------------------------------- */
@@ -196,15 +189,15 @@ static int measure(struct bench *b, const struct coll_bench *cb, const struct co
 	if (r)
 		return r;
 	bench_size_str(sz, sizeof(sz), bytes);
-	snprintf(m, sizeof(m), "%s_latency_%s", cb->cmd, sz);
+	snprintf(m, sizeof(m), "%s_latency_%s", cb->ops->name, sz);
 	r = bench_add(b, im->name, m, f->lat / 1e3, "us");
-	snprintf(m, sizeof(m), "%s_latency_p50_%s", cb->cmd, sz);
+	snprintf(m, sizeof(m), "%s_latency_p50_%s", cb->ops->name, sz);
 	r = r ? r : bench_add(b, im->name, m, f->p50 / 1e3, "us");
 	if (cb->slowest) {
-		snprintf(m, sizeof(m), "%s_latency_slowest_%s", cb->cmd, sz);
+		snprintf(m, sizeof(m), "%s_latency_slowest_%s", cb->ops->name, sz);
 		r = r ? r : bench_add(b, im->name, m, f->slowest / 1e3, "us");
 	}
-	snprintf(m, sizeof(m), "i%s_overlap_%s", cb->cmd, sz);
+	snprintf(m, sizeof(m), "i%s_overlap_%s", cb->ops->name, sz);
 	return r ? r : bench_add(b, im->name, m, f->overlap, "%");
 }
 
@@ -219,16 +212,16 @@ static void report_targets(const struct bench *b, const struct coll_bench *cb, c
 	printf("\ntargets (reported, never asserted)\n");
 	for (int s = 0; s < o->nsizes; s++) {
 		bench_size_str(sz, sizeof(sz), o->sizes[s]);
-		snprintf(what, sizeof(what), "%s %s mean <= %.2fx ptp (%d ranks)", cb->cmd, sz, lat_limit, b->size);
+		snprintf(what, sizeof(what), "%s %s mean <= %.2fx ptp (%d ranks)", cb->ops->name, sz, lat_limit, b->size);
 		snprintf(ctx, sizeof(ctx), "median %.2fx", fig[1][s].p50 / fig[0][s].p50);
 		bench_target_ratio(what, "mq", fig[1][s].lat / fig[0][s].lat, lat_limit, true, ctx);
 		if (o->sizes[s] != cb->overlap_size || b->size != 2)
 			continue;
 		snprintf(ctx, sizeof(ctx), "ptp %.1f%%", fig[0][s].overlap);
-		snprintf(what, sizeof(what), "i%s %s overlap >= 50%% (2 ranks)", cb->cmd, sz);
+		snprintf(what, sizeof(what), "i%s %s overlap >= 50%% (2 ranks)", cb->ops->name, sz);
 		printf("  %-7s %-42s %-9s %.1f%%; %s\n", fig[1][s].overlap >= 50 ? "met" : "MISSED", what, "mq",
 		       fig[1][s].overlap, ctx);
-		snprintf(what, sizeof(what), "i%s %s overlap >= 2x ptp's (2 ranks)", cb->cmd, sz);
+		snprintf(what, sizeof(what), "i%s %s overlap >= 2x ptp's (2 ranks)", cb->ops->name, sz);
 		bench_target_ratio(what, "mq",
 				   fig[0][s].overlap > 0 ? fig[1][s].overlap / fig[0][s].overlap : fig[1][s].overlap > 0 ? 99 : 0,
 				   2.0, false, ctx);
@@ -319,21 +312,21 @@ int bench_coll_main(const struct coll_bench *cb, int argc, char **argv)
 	struct coll_fig fig[2][COLL_MAX_SIZES];
 	char device[96] = "?";
 	struct bench b = { 0 };
-	int r = bench_parse_opts(cb->cmd, argc, argv, cb->segment ? lo_seg : lo, coll_opt, &p, &com);
+	int r = bench_parse_opts(cb->ops->name, argc, argv, cb->segment ? lo_seg : lo, coll_opt, &p, &com);
 
 	if (r)
 		return r;	/* EXIT_USAGE, or BENCH_HELP: main.c prints the manual */
 	if (!bench_each_item(p.sizes ? p.sizes : cb->sizes, add_size, &p))
-		return bench_usage_error(cb->cmd, "--sizes wants up to %d %s, not '%s'", COLL_MAX_SIZES, cb->sizes_wants,
+		return bench_usage_error(cb->ops->name, "--sizes wants up to %d %s, not '%s'", COLL_MAX_SIZES, cb->sizes_wants,
 					 p.sizes);
 	o.timeout_ms = com.timeout_ms;
-	r = bench_init(&b, cb->cmd, com.csv);
+	r = bench_init(&b, cb->ops->name, com.csv);
 	r = r ? r : bench_calibrate(&b);
 	for (int k = 0; k < 2 && !r; k++) {
 		r = impl_open(&b, cb, &o, &im[k], device, sizeof(device));
 		for (int s = 0; s < o.nsizes && !r; s++)
 			r = measure(&b, cb, &o, &im[k], o.sizes[s], &fig[k][s]);
-		impl_close(cb, &im[k]);
+		impl_close(&im[k]);
 	}
 	if (!r && b.rank == 0)
 		report(&b, cb, &o, device, fig);

@@ -26,7 +26,6 @@
  * report's head, one set for both subcommands (which b->cmd tells apart).
  */
 #include "bench.h"
-#include "baseline/ptp.h"
 
 #include <emunic/coll.h>
 
@@ -45,8 +44,7 @@ struct xg_call {
 	unsigned char *rbuf;		/* size x block bytes (+1) */
 	int root;			/* a gather's */
 	unsigned seed;			/* the pattern */
-	struct emunic_ptp_a2a_req *preq;
-	struct emunic_coll_req *creq;
+	void *req;
 };
 
 static bool is_gather(const struct bench *b)
@@ -57,41 +55,30 @@ static bool is_gather(const struct bench *b)
 /* ---- the calls --------------------------------------------------------------- */
 
 /* Call c, blocking, or (nb) posted only. */
-static int xg_post(const struct bench *b, struct coll_impl *im, struct xg_call *c, size_t block, bool nb)
+static int xg_post(struct coll_impl *im, struct xg_call *c, size_t block, bool nb)
 {
-	bool g = is_gather(b);
+	struct emunic_coll_call a = { .sbuf = c->sbuf, .rbuf = c->rbuf, .count = block, .root = c->root };
 
-	c->preq = NULL;
-	c->creq = NULL;
-	if (im->ptp && g)
-		return nb ? emunic_ptp_igather(im->ptp, c->sbuf, c->rbuf, block, c->root, &c->preq)
-			  : emunic_ptp_gather(im->ptp, c->sbuf, c->rbuf, block, c->root);
-	if (im->ptp)
-		return nb ? emunic_ptp_iallgather(im->ptp, c->sbuf, c->rbuf, block, &c->preq)
-			  : emunic_ptp_allgather(im->ptp, c->sbuf, c->rbuf, block);
-	if (g)
-		return nb ? emunic_igather(im->coll, c->sbuf, c->rbuf, block, c->root, &c->creq)
-			  : emunic_gather(im->coll, c->sbuf, c->rbuf, block, c->root);
-	return nb ? emunic_iallgather(im->coll, c->sbuf, c->rbuf, block, &c->creq)
-		  : emunic_allgather(im->coll, c->sbuf, c->rbuf, block);
+	c->req = NULL;
+	return nb ? im->ops->start(im->h, &a, &c->req) : im->ops->call(im->h, &a);
 }
 
 static int xg_finish(const struct coll_impl *im, struct xg_call *c, int timeout_ms)
 {
-	return im->ptp ? emunic_ptp_a2a_wait(c->preq, timeout_ms) : emunic_coll_wait(c->creq, timeout_ms);
+	return im->ops->wait(c->req, timeout_ms);
 }
 
 /* Posts calls[n] (nonblocking), calls[*oldest .. n - 1] being in flight.
  * -ENOSPC (three in flight, or earlier calls' copies or landing segments
  * not yet free) waits for the oldest of those, or, none left, retries
  * until the bound. */
-static int xg_ipost(const struct bench *b, const struct coll_opts *o, struct coll_impl *im, struct xg_call *calls,
-		    int n, int *oldest, size_t block)
+static int xg_ipost(const struct coll_opts *o, struct coll_impl *im, struct xg_call *calls, int n, int *oldest,
+		    size_t block)
 {
 	int64_t end = bench_mono_ns() + (int64_t)o->timeout_ms * 1000000;
 
 	for (;;) {
-		int r = xg_post(b, im, &calls[n], block, true);
+		int r = xg_post(im, &calls[n], block, true);
 
 		if (r != -ENOSPC || (*oldest == n && bench_mono_ns() > end))
 			return r;
@@ -169,14 +156,14 @@ static int xg_check(struct bench *b, const struct coll_opts *o, struct coll_impl
 
 	for (int k = 0; !r && k < blocking; k++) {
 		xg_prep(b, &c[0], block, k % b->size, (unsigned)k + 1);
-		r = xg_post(b, im, &c[0], block, false);
+		r = xg_post(im, &c[0], block, false);
 		r = r ? bench_err(b, r, "%s: check: %s %d of %d (%zu-byte blocks)", im->name, b->cmd, k + 1, blocking,
 				  block)
 		      : xg_verify(b, im, &c[0], block, "a blocking call");
 	}
 	while (!r && posted < XG_INFLIGHT) {
 		xg_prep(b, &c[posted], block, (b->size - 1 + posted) % b->size, (unsigned)(100 + posted));
-		r = xg_ipost(b, o, im, c, posted, &oldest, block);
+		r = xg_ipost(o, im, c, posted, &oldest, block);
 		if (r)
 			r = bench_err(b, r, "%s: check: i%s %d of %d in flight", im->name, b->cmd, posted + 1, XG_INFLIGHT);
 		else
@@ -215,11 +202,11 @@ static int xg_loop(struct bench *b, const struct coll_opts *o, struct coll_impl 
 		r = i == 0 || is_gather(b) ? bench_coll_sync(b, "between calls") : 0;
 		t = bench_mono_ns();
 		if (!r && work) {
-			r = xg_ipost(b, o, im, k, 0, &oldest, block);
+			r = xg_ipost(o, im, k, 0, &oldest, block);
 			bench_nops(*work);
 			r = r ? r : xg_finish(im, k, o->timeout_ms);
 		} else if (!r) {
-			r = xg_post(b, im, k, block, false);
+			r = xg_post(im, k, block, false);
 		}
 		t = bench_mono_ns() - t;
 		if (r)
@@ -250,24 +237,7 @@ static int xg_warmup(struct bench *b, const struct coll_opts *o, struct coll_imp
 	return xg_loop(b, o, im, block, o->warmup, NULL, NULL, &mean);
 }
 
-/* ---- the baseline and the report --------------------------------------------- */
-
-static int xg_ptp_open(struct bench *b, const struct coll_opts *o, int spin, void **ptp)
-{
-	enum emunic_coll_kind kind = is_gather(b) ? EMUNIC_COLL_GATHER : EMUNIC_COLL_ALLGATHER;
-	struct emunic_ptp_a2a *x = NULL;
-	int r = emunic_ptp_xchg_create(b->boot, kind, bench_coll_max_size(o), o->segment, o->timeout_ms, spin, &x);
-
-	if (r)
-		return bench_err(b, r, "ptp: emunic_ptp_xchg_create (%s)", b->cmd);
-	*ptp = x;
-	return 0;
-}
-
-static void xg_ptp_close(void *ptp)
-{
-	emunic_ptp_a2a_destroy(ptp);
-}
+/* ---- the report ----------------------------------------------------------- */
 
 static void xg_head(const struct bench *b, const struct coll_opts *o, const char *device)
 {
@@ -287,9 +257,8 @@ static void xg_head(const struct bench *b, const struct coll_opts *o, const char
 /* allgather's; gather's differs in its name, kind and the slowest column. */
 static const struct coll_bench xg_bench = {
 	COLL_BLOCK_BENCH,
-	.cmd = "allgather",
-	.kind = EMUNIC_COLL_ALLGATHER,
-	.ptp_open = xg_ptp_open, .ptp_close = xg_ptp_close, .report_head = xg_head,
+	.ops = &emunic_allgather_ops,
+	.report_head = xg_head,
 	.check = xg_check, .warmup = xg_warmup, .timed = xg_timed,
 };
 
@@ -302,8 +271,7 @@ int bench_gather_main(int argc, char **argv)
 {
 	struct coll_bench cb = xg_bench;
 
-	cb.cmd = "gather";
-	cb.kind = EMUNIC_COLL_GATHER;
+	cb.ops = &emunic_gather_ops;
 	cb.slowest = true;
 	return bench_coll_main(&cb, argc, argv);
 }
