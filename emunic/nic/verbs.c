@@ -457,7 +457,13 @@ int nic_verbs_push(struct emunic_dev *d)
 		} else if (s == QP_UP && qp->vqp) {
 			if (qp->owed)
 				nic_qp_post_owed(d, qp);
-			n += push_queue(d, qp, false) + push_queue(d, qp, true);
+			/* Receives first (the order of a + b's calls is the
+			 * compiler's): a send may make the peer answer at once,
+			 * inside ibv_post_send on rxe's loopback, and an answer
+			 * that finds no receive posted is an RNR NAK followed by
+			 * min_rnr_timer (0.64 ms) of nothing. */
+			n += push_queue(d, qp, true);
+			n += push_queue(d, qp, false);
 		}
 		qp = next;
 	}
