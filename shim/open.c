@@ -5,7 +5,7 @@
  * cross-channel itself), the backend's ops, and the capabilities, queried
  * once here so the data path never asks verbs.
  */
-#include "shim/shim.h"
+#include "shim/backend.h"
 #include "shim/mlx5/mlx5_dev.h"
 
 #include <errno.h>

@@ -77,15 +77,11 @@ int emunic_shim_open(struct emunic_shim *s, struct ibv_context *ctx, const struc
 void emunic_shim_set_ops(struct emunic_shim *s, const struct emunic_shim_ops *ops);
 /* Every entry the not-supported default (-EOPNOTSUPP). */
 void emunic_shim_ops_init(struct emunic_shim *s);
-/* The entry is a backend's own, not the not-supported default. */
+/* The cross-channel entries are a backend's own, not the defaults. */
 bool emunic_shim_has_cd(const struct emunic_shim *s);
 /* "atomic write-imm rnr" (or "none") into buf. */
 const char *emunic_shim_caps_str(uint32_t caps, char *buf, size_t len);
 const char *emunic_shim_backend_str(enum emunic_shim_backend b);
-
-/* The backends' registration (each calls emunic_shim_set_ops). */
-void emunic_shim_emulated_init(struct emunic_shim *s);
-void emunic_shim_mlx5_init(struct emunic_shim *s);
 
 /* ---- the calls: one indirect call through the table, nothing else ------------ */
 

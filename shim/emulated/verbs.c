@@ -12,7 +12,7 @@
  * positive errno for a failed post and a negative value for a failed poll,
  * and providers have not all followed it.
  */
-#include "shim/shim.h"
+#include "shim/backend.h"
 
 #include <errno.h>
 

@@ -10,7 +10,7 @@
  * not-supported defaults and the engine emulates WAIT / SEND_EN / RECV_EN
  * on this backend too.  The table below is where they go.
  */
-#include "shim/shim.h"
+#include "shim/backend.h"
 
 static const struct emunic_shim_ops mlx5_ops = {
 	.cd_wait = NULL,	/* not yet: see above */
