@@ -97,9 +97,9 @@ static int post_recv(struct emunic_ptp_ar *p, int q, uint64_t k)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)land(p, q, k), .length = (uint32_t)p->max, .lkey = p->b.mr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = PTPA_RECV_FLAG | (uint64_t)q, .sg_list = &sge, .num_sge = 1 }, *bad;
-	int r = ibv_post_recv(p->b.mesh->conn[q].qp, &wr, &bad);
+	int r = emunic_shim_post_recv(&p->b.dev->shim, p->b.mesh->conn[q].qp, &wr, &bad);
 
-	return r ? emunic_err(-r, "ptp allreduce: peer %d: posting a receive failed: %s", q, strerror(r)) : 0;
+	return r ? emunic_err(r, "ptp allreduce: peer %d: posting a receive failed: %s", q, strerror(-r)) : 0;
 }
 
 static int post_send(struct emunic_ptp_ar *p, int q, uint64_t seq, const void *buf, size_t bytes)
@@ -109,11 +109,11 @@ static int post_send(struct emunic_ptp_ar *p, int q, uint64_t seq, const void *b
 		.wr_id = seq << PTPA_PEER_BITS | (uint64_t)q, .sg_list = &sge, .num_sge = bytes ? 1 : 0,
 		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
 	}, *bad;
-	int r = ibv_post_send(p->b.mesh->conn[q].qp, &wr, &bad);
+	int r = emunic_shim_post_send(&p->b.dev->shim, p->b.mesh->conn[q].qp, &wr, &bad);
 
 	if (r)
-		return emunic_err(-r, "ptp allreduce %llu: posting the send to peer %d failed: %s",
-				  (unsigned long long)seq, q, strerror(r));
+		return emunic_err(r, "ptp allreduce %llu: posting the send to peer %d failed: %s",
+				  (unsigned long long)seq, q, strerror(-r));
 	p->op[seq % PTPA_SLOTS].sends_out++;
 	return 0;
 }

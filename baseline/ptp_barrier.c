@@ -76,11 +76,11 @@ static struct ibv_qp *qp_of(struct emunic_ptp *p, int peer)
 static int post_recv(struct emunic_ptp *p, int peer)
 {
 	struct ibv_recv_wr wr = { .wr_id = (uint64_t)peer }, *bad;
-	int r = ibv_post_recv(qp_of(p, peer), &wr, &bad);
+	int r = emunic_shim_post_recv(&p->b.dev->shim, qp_of(p, peer), &wr, &bad);
 
 	if (r)
-		return emunic_err(-r, "ptp: peer %d qp %u: posting a receive failed: %s", peer,
-				  qp_of(p, peer)->qp_num, strerror(r));
+		return emunic_err(r, "ptp: peer %d qp %u: posting a receive failed: %s", peer,
+				  qp_of(p, peer)->qp_num, strerror(-r));
 	return 0;
 }
 
@@ -127,10 +127,10 @@ static int post_signal(struct emunic_ptp *p, int peer, uint64_t seq)
 	while (p->sends_out >= PTP_SEND_LIMIT)
 		if (poll_cq(p))
 			return -EIO;
-	r = ibv_post_send(qp_of(p, peer), &wr, &bad);
+	r = emunic_shim_post_send(&p->b.dev->shim, qp_of(p, peer), &wr, &bad);
 	if (r)
-		return emunic_err(-r, "ptp: barrier %llu: posting the signal to peer %d failed: %s",
-				  (unsigned long long)seq, peer, strerror(r));
+		return emunic_err(r, "ptp: barrier %llu: posting the signal to peer %d failed: %s",
+				  (unsigned long long)seq, peer, strerror(-r));
 	p->sends_out++;
 	return 0;
 }

@@ -119,9 +119,9 @@ static int post_recv(struct emunic_ptp_bc *p, int q, uint64_t k)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)land(p, q, k), .length = (uint32_t)p->seg, .lkey = p->b.mr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = PTPB_RECV_FLAG | (uint64_t)q, .sg_list = &sge, .num_sge = 1 }, *bad;
-	int r = ibv_post_recv(p->b.mesh->conn[q].qp, &wr, &bad);
+	int r = emunic_shim_post_recv(&p->b.dev->shim, p->b.mesh->conn[q].qp, &wr, &bad);
 
-	return r ? emunic_err(-r, "ptp bcast: peer %d: posting a receive failed: %s", q, strerror(r)) : 0;
+	return r ? emunic_err(r, "ptp bcast: peer %d: posting a receive failed: %s", q, strerror(-r)) : 0;
 }
 
 /* Posts q's receives whose entries are free, in message order: the RQ
@@ -153,11 +153,11 @@ static int post_send(struct emunic_ptp_bc *p, int to, uint64_t wr_id, uint64_t s
 		.wr_id = wr_id, .sg_list = &sge, .num_sge = bytes ? 1 : 0,
 		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
 	}, *bad;
-	int r = ibv_post_send(p->b.mesh->conn[to].qp, &wr, &bad);
+	int r = emunic_shim_post_send(&p->b.dev->shim, p->b.mesh->conn[to].qp, &wr, &bad);
 
 	if (r)
-		return emunic_err(-r, "ptp bcast %llu: posting a send to peer %d failed: %s", (unsigned long long)seq,
-				  to, strerror(r));
+		return emunic_err(r, "ptp bcast %llu: posting a send to peer %d failed: %s", (unsigned long long)seq,
+				  to, strerror(-r));
 	p->sends_out++;
 	return 0;
 }

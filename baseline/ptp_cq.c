@@ -40,6 +40,7 @@ int ptp_ops_status(const struct ptp_ops *o, uint64_t seq)
 
 int ptp_cq_open(struct ptp_cq *c, struct emunic_vdev *dev, int depth, const char *who)
 {
+	c->shim = &dev->shim;
 	c->ch = ibv_create_comp_channel(dev->ctx);
 	if (!c->ch)
 		return emunic_err(-errno, "%s: ibv_create_comp_channel failed: %s", who, strerror(errno));
@@ -67,9 +68,9 @@ int ptp_cq_poll(struct ptp_cq *c, ptp_wc_fn fn, void *ctx, const char *who)
 	int n;
 
 	do {
-		n = ibv_poll_cq(c->cq, PTP_CQ_BATCH, wc);
+		n = emunic_shim_poll_cq(c->shim, c->cq, PTP_CQ_BATCH, wc);
 		if (n < 0)
-			return emunic_err(-EIO, "%s: ibv_poll_cq failed", who);
+			return emunic_err(n, "%s: polling the CQ failed: %s", who, strerror(-n));
 		c->polled += (uint64_t)n;
 		for (int i = 0; i < n; i++)
 			fn(ctx, &wc[i]);
@@ -85,8 +86,9 @@ int ptp_cq_sleep(struct ptp_cq *c, ptp_progress_fn progress, void *ctx, int time
 	void *cctx;
 	int r;
 
-	if (ibv_req_notify_cq(c->cq, 0))
-		return emunic_err(-EIO, "%s: ibv_req_notify_cq failed", who);
+	r = emunic_shim_req_notify_cq(c->shim, c->cq, 0);
+	if (r)
+		return emunic_err(r, "%s: arming the CQ failed: %s", who, strerror(-r));
 	r = progress(ctx);
 	if (r || c->polled != before)
 		return r;

@@ -18,6 +18,7 @@
 struct ptp_cq {
 	struct ibv_comp_channel *ch;
 	struct ibv_cq *cq;		/* NULL: one rank alone, no verbs */
+	const struct emunic_shim *shim;	/* the device's data path (shim/shim.h) */
 	unsigned unacked_events;	/* completion-channel events to ack */
 	uint64_t polled;		/* completions polled so far */
 };

@@ -139,11 +139,11 @@ static int repost(void *ctx, int q)
 				       .lkey = p->b.mr->lkey };
 		struct ibv_recv_wr wr = { .wr_id = PTPA_RECV_FLAG | (uint64_t)q, .sg_list = &sge, .num_sge = 1 };
 		struct ibv_recv_wr *bad;
-		int r = ibv_post_recv(p->b.mesh->conn[q].qp, &wr, &bad);
+		int r = emunic_shim_post_recv(&p->b.dev->shim, p->b.mesh->conn[q].qp, &wr, &bad);
 
 		if (r)
-			return emunic_err(-r, "%s: posting receive %llu from peer %d (qp %u) failed: %s", p->kind->who,
-					  (unsigned long long)k, q, p->b.mesh->conn[q].qp->qp_num, strerror(r));
+			return emunic_err(r, "%s: posting receive %llu from peer %d (qp %u) failed: %s", p->kind->who,
+					  (unsigned long long)k, q, p->b.mesh->conn[q].qp->qp_num, strerror(-r));
 		g->posted = k;
 	}
 	return 0;
@@ -163,11 +163,11 @@ static int send_block(struct emunic_ptp_a2a *p, const struct ptpa_op *o, uint64_
 			.wr_id = seq << PTPA_PEER_BITS | (uint64_t)dst, .sg_list = &sge, .num_sge = len ? 1 : 0,
 			.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
 		}, *bad;
-		int r = ibv_post_send(qp, &wr, &bad);
+		int r = emunic_shim_post_send(&p->b.dev->shim, qp, &wr, &bad);
 
 		if (r)
-			return emunic_err(-r, "%s %llu: posting segment %u to peer %d (qp %u) failed: %s", p->kind->who,
-					  (unsigned long long)seq, i, dst, qp->qp_num, strerror(r));
+			return emunic_err(r, "%s %llu: posting segment %u to peer %d (qp %u) failed: %s", p->kind->who,
+					  (unsigned long long)seq, i, dst, qp->qp_num, strerror(-r));
 		p->sends_out++;
 		p->slot_out[seq % PTPA_SLOTS]++;
 	}

@@ -83,10 +83,10 @@ int emunic_ptp_pp_isend(struct emunic_ptp_pp *pp, int peer, size_t len, uint64_t
 	 * into the work request, the HCA reads no memory for it. */
 	if (len <= pp->max_inline)
 		wr.send_flags |= IBV_SEND_INLINE;
-	r = ibv_post_send(pp->mesh->conn[peer].qp, &wr, &bad);
+	r = emunic_shim_post_send(&pp->dev->shim, pp->mesh->conn[peer].qp, &wr, &bad);
 	if (r)
-		return emunic_err(-r, "ptp pingpong: posting a send of %zu bytes to peer %d failed: %s", len, peer,
-				  strerror(r));
+		return emunic_err(r, "ptp pingpong: posting a send of %zu bytes to peer %d failed: %s", len, peer,
+				  strerror(-r));
 	*ticket = ++pp->sends;
 	return 0;
 }
@@ -105,9 +105,9 @@ int emunic_ptp_pp_irecv(struct emunic_ptp_pp *pp, int peer, uint64_t *ticket)
 		return -ENOSPC;
 	sge = (struct ibv_sge){ .addr = (uintptr_t)pp->rbuf, .length = (uint32_t)pp->max_len, .lkey = pp->rmr->lkey };
 	wr.wr_id = (pp->recvs + 1) << PP_PEER_BITS | (uint64_t)peer;
-	r = ibv_post_recv(pp->mesh->conn[peer].qp, &wr, &bad);
+	r = emunic_shim_post_recv(&pp->dev->shim, pp->mesh->conn[peer].qp, &wr, &bad);
 	if (r)
-		return emunic_err(-r, "ptp pingpong: posting a receive from peer %d failed: %s", peer, strerror(r));
+		return emunic_err(r, "ptp pingpong: posting a receive from peer %d failed: %s", peer, strerror(-r));
 	*ticket = ++pp->recvs | PP_RECV_BIT;
 	return 0;
 }
@@ -138,9 +138,9 @@ int emunic_ptp_pp_test(struct emunic_ptp_pp *pp, uint64_t ticket)
 	if (!pp || !(ticket & ~PP_RECV_BIT))
 		return -EINVAL;
 	/* One poll a call: the application is the only progress there is. */
-	n = ibv_poll_cq(pp->cq, PP_POLL_BATCH, wc);
+	n = emunic_shim_poll_cq(&pp->dev->shim, pp->cq, PP_POLL_BATCH, wc);
 	if (n < 0)
-		return emunic_err(-EIO, "ptp pingpong: ibv_poll_cq failed");
+		return emunic_err(n, "ptp pingpong: polling the CQ failed: %s", strerror(-n));
 	for (int i = 0; i < n; i++)
 		pp_on_wc(pp, &wc[i]);
 	if (pp->err)

@@ -84,7 +84,7 @@ static int first_active_port(struct ibv_context *ctx, const struct ibv_device_at
 
 static int vdev_setup(struct emunic_vdev *d, struct ibv_context *ctx)
 {
-	int port;
+	int port, ret;
 
 	d->ctx = ctx;
 	snprintf(d->name, sizeof(d->name), "%s", ibv_get_device_name(ctx->device));
@@ -109,6 +109,9 @@ static int vdev_setup(struct emunic_vdev *d, struct ibv_context *ctx)
 					  "device %s is InfiniBand: set EMUNIC_ADDR to this node's IPoIB address",
 					  d->name);
 	}
+	ret = emunic_shim_open(&d->shim, ctx, &d->attr, getenv("EMUNIC_BACKEND"));
+	if (ret)
+		return emunic_err(ret, "device %s: %s", d->name, d->shim.why);
 	d->pd = ibv_alloc_pd(ctx);
 	if (!d->pd)
 		return emunic_err(-ENOMEM, "device %s: ibv_alloc_pd failed", d->name);

@@ -14,6 +14,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "emunic.h"
+#include "shim/shim.h"
 
 /* The RoCEv2 GID whose address is an IPv4-mapped IPv6 address (::ffff:a.b.c.d)
  * is the one rdma_cm and rxe use (index 1 on rxe). */
@@ -36,13 +37,18 @@ struct emunic_vdev {
 	struct ibv_gid_entry gid;
 	struct sockaddr_in addr;	/* IPv4 address behind the GID */
 	char name[IBV_SYSFS_NAME_MAX];
+	/* The data path and the capabilities (shim/shim.h): every post and
+	 * poll on this device goes through shim's ops, never verbs directly. */
+	struct emunic_shim shim;
 };
 
 /*
  * Opens a device by name; NULL means $EMUNIC_DEVICE, else the first device
  * with an ACTIVE port.  Takes the context from librdmacm so that QPs made
  * by rdma_cm share this PD.  -ENODEV (no RDMA device, or no such device),
- * -ENETDOWN (no active port), -EADDRNOTAVAIL (no usable GID).
+ * -ENETDOWN (no active port), -EADDRNOTAVAIL (no usable GID); the backend
+ * is chosen here ($EMUNIC_BACKEND): -ENOTSUP (mlx5 forced on a device that
+ * cannot), -EINVAL (a malformed value).
  */
 int emunic_vdev_open(const char *name, struct emunic_vdev **out);
 /* The name of the device emunic_vdev_open(NULL) would open, without opening

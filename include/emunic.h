@@ -114,6 +114,16 @@ enum emunic_idle emunic_dev_idle(const struct emunic_dev *dev);
 /* The longest task list the device's MQs take (attr.list_tasks, resolved). */
 unsigned emunic_dev_list_tasks(const struct emunic_dev *dev);
 
+/* What the verbs device underneath can do, read once when it was opened
+ * (shim/shim.h): an engine picks a substitute where a bit is clear. */
+#define EMUNIC_DEV_CAP_ATOMIC		(1u << 0)	/* fetch-and-add on the wire */
+#define EMUNIC_DEV_CAP_WRITE_IMM	(1u << 1)	/* RDMA write with immediate (not iWARP) */
+#define EMUNIC_DEV_CAP_RNR		(1u << 2)	/* RNR NAKs and their retries (not iWARP) */
+#define EMUNIC_DEV_CAP_NATIVE_CD	(1u << 3)	/* the HCA runs WAIT / SEND_EN / RECV_EN itself */
+uint32_t emunic_dev_caps(const struct emunic_dev *dev);
+/* The backend that reaches the device: "emulated" or "mlx5" ($EMUNIC_BACKEND). */
+const char *emunic_dev_backend(const struct emunic_dev *dev);
+
 /*
  * What the engine did, for benchmarks and diagnosis: who ran its passes,
  * why the core thread woke, how often a wait had to sleep.  Counts since

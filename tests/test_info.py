@@ -74,6 +74,9 @@ def test_rxe0_active_and_emunic_gid_marked(rxe):
     assert m.group(1) == "1", marked[0]
     # The verdict names the port and the GID it marked.
     assert re.search(r"^\temulated NIC:\s+can start \(port 1, GID \[1\]", rxe0, re.M), rxe0
+    # The device interface: the backend auto takes on rxe, and what rxe can do.
+    assert re.search(r"^\tdevice interface:\s+backend emulated \(EMUNIC_BACKEND=auto: emulated \(rxe0: not an "
+                     r"mlx5 device\)\); capabilities atomic write-imm rnr$", rxe0, re.M), rxe0
     # The rest is ibv_devinfo's: one line says how to see it.
     assert re.search(r"^\tmore:\s+ibv_devinfo -d rxe0 -v$", rxe0, re.M), rxe0
 

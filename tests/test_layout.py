@@ -67,3 +67,53 @@ def test_readme_layout_names_every_tool_file():
             if n.endswith((".c", ".h")) and not re.search(r"\b%s\b" % re.escape(n), layout):
                 missing.append("%s/%s" % (d, n))
     assert not missing, "the README's layout does not name: " + ", ".join(missing)
+
+
+# ---- the device interface (issue 20) ------------------------------------------
+
+VERBS_DATA_PATH = re.compile(r"\bibv_(post_send|post_recv|poll_cq)\s*\(")
+C_NOISE = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+
+
+def verbs_calls_outside_shim(root):
+    """Every call of ibv_post_send, ibv_post_recv or ibv_poll_cq in a C file
+    of root outside shim/ (and build/), as "path:line: name"; comments and
+    strings that name them do not count."""
+    found = []
+    for d, dirs, names in os.walk(root):
+        rel = os.path.relpath(d, root)
+        if rel.split(os.sep)[0] in ("shim", "build", ".git"):
+            dirs[:] = []
+            continue
+        for n in sorted(names):
+            if not n.endswith((".c", ".h")):
+                continue
+            p = os.path.join(d, n)
+            with open(p, errors="replace") as f:
+                text = f.read()
+            # Blank comments and strings, keeping their newlines for line numbers.
+            code = C_NOISE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+            for m in VERBS_DATA_PATH.finditer(code):
+                found.append("%s:%d: ibv_%s" % (os.path.relpath(p, root), code.count("\n", 0, m.start()) + 1,
+                                                m.group(1)))
+    return found
+
+
+def test_no_verbs_data_path_calls_outside_shim():
+    """Only shim/ posts and polls: everything else goes through the device's
+    ops table (shim/shim.h), so a backend sees every work request."""
+    found = verbs_calls_outside_shim(ROOT)
+    assert not found, "verbs called directly outside shim/ (use emunic_shim_*): " + ", ".join(found)
+
+
+def test_verbs_call_check_finds_a_call(tmp_path):
+    """The check can fail: a call is found, a comment or string naming one
+    is not, and shim/ may call them."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.c").write_text(
+        "/* ibv_post_send(qp, wr, bad) in a comment */\n"
+        "static const char *s = \"ibv_poll_cq(cq, 1, wc)\";\n"
+        "int f(void) { return ibv_post_recv (qp, wr, bad); }\n")
+    (tmp_path / "shim").mkdir()
+    (tmp_path / "shim" / "y.c").write_text("int g(void) { return ibv_post_send(qp, wr, bad); }\n")
+    assert verbs_calls_outside_shim(str(tmp_path)) == ["a/x.c:3: ibv_post_recv"]

@@ -50,3 +50,18 @@ def test_rxe_is_never_given_the_mlx5_backend(rxe):
     assert "error -22 (Invalid argument): EMUNIC_BACKEND='fast': accepted values are auto, emulated, mlx5" \
         in bad, out
     assert "rc=1" in bad, out
+
+
+def test_forced_mlx5_fails_the_device_open_on_rxe(rxe):
+    """The device interface chooses at every device open: EMUNIC_BACKEND=mlx5
+    on rxe fails the open (the rank exits 3, could not run), naming the
+    device and why; auto and emulated run the same program on rxe."""
+    prog = "%s/emunic-run -n 2 %s/emunic-datapath" % (BIN, BIN)
+    rc, out = rxe.run("EMUNIC_BACKEND=mlx5 " + prog, timeout=120)
+    assert rc != 0, out
+    assert "device rxe0: EMUNIC_BACKEND=mlx5 but rxe0 has no native cross-channel: rxe0: not an mlx5 device" \
+        in out, out
+    assert "exited with status 3" in out, out
+    for env in ("EMUNIC_BACKEND=emulated", "EMUNIC_BACKEND=auto"):
+        rc, out = rxe.run("%s %s" % (env, prog), timeout=120)
+        assert rc == 0, (env, out)

@@ -261,6 +261,12 @@ const char *emunic_dev_name(const struct emunic_dev *d) { return d->v->name; }
 enum emunic_idle emunic_dev_idle(const struct emunic_dev *d) { return d->idle; }
 unsigned emunic_dev_list_tasks(const struct emunic_dev *d) { return d->attr.list_tasks; }
 
+_Static_assert(EMUNIC_DEV_CAP_ATOMIC == EMUNIC_SHIM_CAP_ATOMIC && EMUNIC_DEV_CAP_WRITE_IMM == EMUNIC_SHIM_CAP_WRITE_IMM &&
+	       EMUNIC_DEV_CAP_RNR == EMUNIC_SHIM_CAP_RNR && EMUNIC_DEV_CAP_NATIVE_CD == EMUNIC_SHIM_CAP_NATIVE_CD,
+	       "the public capability bits are the shim's");
+uint32_t emunic_dev_caps(const struct emunic_dev *d) { return d->v->shim.caps; }
+const char *emunic_dev_backend(const struct emunic_dev *d) { return emunic_shim_backend_str(d->v->shim.backend); }
+
 int emunic_dev_stats(struct emunic_dev *d, struct emunic_dev_stats *out)
 {
 	if (!d || !out)

@@ -163,7 +163,7 @@ static int prepare_sleep(struct emunic_dev *d)
 	int n = 0;
 
 	if (!atomic_load(&d->armed) && !atomic_load(&d->assisting) && nic_pending(d) &&
-	    !ibv_req_notify_cq(d->vcq, 0)) {
+	    !emunic_shim_req_notify_cq(&d->v->shim, d->vcq, 0)) {
 		atomic_store(&d->armed, true);
 		d->st.arms++;
 		n = nic_pass(d);	/* what came before the arming */

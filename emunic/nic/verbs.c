@@ -4,7 +4,7 @@
  * send and a receive queue of tasks; a task goes to verbs when the QP is up,
  * the verbs queue has room and, on a MANAGED queue, an enable released it.
  * Only QPs with something to do are looked at (the ready list), and all a
- * QP's eligible tasks go in one chained ibv_post_send (one doorbell).
+ * QP's eligible tasks go in one chained post (one doorbell).
  * Completions come back in order per queue: a completion also completes the
  * unsignaled tasks before it (RC executes in order).  Each finished task is
  * handed to its owner's done op; arrivals on TRIGGERED QPs go to the
@@ -22,7 +22,7 @@
 #include <string.h>
 
 #define POLL_BATCH 32
-#define CHAIN_MAX 32		/* work requests in one ibv_post_send */
+#define CHAIN_MAX 32		/* work requests in one post */
 #define SIGNAL_EVERY 16		/* an unsignaled run is this long at most */
 #define IDX_MASK 0x7fffffffull
 
@@ -31,32 +31,19 @@ static uint64_t wr_id(const struct emunic_qp *qp, uint64_t idx, bool recv)
 	return (uint64_t)qp->o.handle << 32 | (idx & IDX_MASK) << 1 | recv;
 }
 
-/* The three verbs calls of the data path, each a function of its own that is
- * never inlined or cloned (noipa): an instruction count (emunic-bench instr,
- * callgrind) can then tell the engine's own work from verbs' by name. */
-#if defined(__has_attribute)
-#if __has_attribute(noipa)
-#define OUT_OF_LINE __attribute__((noipa))
-#endif
-#endif
-#ifndef OUT_OF_LINE
-#define OUT_OF_LINE __attribute__((noinline))	/* clang: no noipa, no cloning either */
-#endif
-static OUT_OF_LINE int verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
-						  struct ibv_send_wr **bad)
+/* The data path reaches verbs only through the device's shim ops
+ * (shim/shim.h): one indirect call, the table read from the device.  The
+ * backend's entries are functions of their own, so an instruction count
+ * (emunic-bench instr, callgrind) still tells verbs' cost from the
+ * engine's by name. */
+static int post_send(struct emunic_dev *d, struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
-	return ibv_post_send(qp, wr, bad);
+	return emunic_shim_post_send(&d->v->shim, qp, wr, bad);
 }
 
-static OUT_OF_LINE int verbs_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
-						  struct ibv_recv_wr **bad)
+static int post_recv(struct emunic_dev *d, struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	return ibv_post_recv(qp, wr, bad);
-}
-
-static OUT_OF_LINE int verbs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
-{
-	return ibv_poll_cq(cq, n, wc);
+	return emunic_shim_post_recv(&d->v->shim, qp, wr, bad);
 }
 
 /* ---- queueing ------------------------------------------------------------------- */
@@ -266,11 +253,11 @@ static int post_recvs(struct emunic_dev *d, struct emunic_qp *qp, unsigned n)
 		if (!k)
 			return 0;
 		wr[k - 1].next = NULL;
-		r = verbs_post_recv(qp->vqp, wr, &bad);
+		r = post_recv(d, qp->vqp, wr, &bad);
 		if (r) {
 			nic_notice(d, "peer %d qp %u: posting a receive for arrivals failed (%s)", qp->peer,
-				   atomic_load(&qp->qpn), strerror(r));
-			return -r;
+				   atomic_load(&qp->qpn), strerror(-r));
+			return r;
 		}
 		n -= k;
 	}
@@ -344,19 +331,19 @@ static unsigned post_chain(struct emunic_dev *d, struct emunic_qp *qp, struct ni
 	if (recv) {
 		struct ibv_recv_wr *w = wrs, *bad = NULL;
 
-		r = verbs_post_recv(qp->vqp, w, &bad);
+		r = post_recv(d, qp->vqp, w, &bad);
 		if (r)
 			took = bad ? (unsigned)(bad - w) : 0;
 	} else {
 		struct ibv_send_wr *w = wrs, *bad = NULL;
 
-		r = verbs_post_send(qp->vqp, w, &bad);
+		r = post_send(d, qp->vqp, w, &bad);
 		if (r)
 			took = bad ? (unsigned)(bad - w) : 0;
 	}
 	if (r)
 		nic_notice(d, "peer %d qp %u: posting %s failed (%s)", qp->peer, atomic_load(&qp->qpn),
-			   emunic_task_op_str(nic_fifo_at(f, first + took)->op), strerror(r));
+			   emunic_task_op_str(nic_fifo_at(f, first + took)->op), strerror(-r));
 	return took;
 }
 
@@ -530,7 +517,7 @@ static void completion(struct emunic_dev *d, struct emunic_qp *qp, struct ibv_wc
 int nic_verbs_poll(struct emunic_dev *d)
 {
 	struct ibv_wc wc[POLL_BATCH];
-	int n = verbs_poll_cq(d->vcq, POLL_BATCH, wc);
+	int n = emunic_shim_poll_cq(&d->v->shim, d->vcq, POLL_BATCH, wc);
 
 	for (int i = 0; i < n; i++) {
 		struct emunic_qp *qp = (struct emunic_qp *)nic_resolve(d, (uint32_t)(wc[i].wr_id >> 32), OBJ_QP);

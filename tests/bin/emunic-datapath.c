@@ -84,10 +84,10 @@ static int reap(struct dp *d, int n, const char *what, struct ibv_wc *out)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (got < n) {
-		int r = ibv_poll_cq(d->cq, 1, &wc);
+		int r = emunic_shim_poll_cq(&d->dev->shim, d->cq, 1, &wc);
 
 		if (r < 0)
-			return emunic_err(-EIO, "%s: ibv_poll_cq failed", what);
+			return emunic_err(r, "%s: polling the CQ failed: %s", what, strerror(-r));
 		if (r == 0) {
 			clock_gettime(CLOCK_MONOTONIC, &t);
 			if (t.tv_sec - t0.tv_sec > 30)
@@ -124,9 +124,11 @@ static int post_send(struct dp *d, int p, enum ibv_wr_opcode opc, size_t local, 
 		wr.wr.rdma.rkey = d->peer[p].rkey;
 		wr.imm_data = htonl(imm);
 	}
-	if (ibv_post_send(qp_of(d, p), &wr, &bad))
-		return emunic_err(-errno, "peer %d qp %u: ibv_post_send(opcode %d) failed: %s", p,
-				  qp_of(d, p)->qp_num, opc, strerror(errno));
+	int r = emunic_shim_post_send(&d->dev->shim, qp_of(d, p), &wr, &bad);
+
+	if (r)
+		return emunic_err(r, "peer %d qp %u: posting a send (opcode %d) failed: %s", p,
+				  qp_of(d, p)->qp_num, opc, strerror(-r));
 	return 0;
 }
 
@@ -136,9 +138,11 @@ static int post_recv(struct dp *d, int p, size_t local)
 			       .lkey = d->mr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = (uint64_t)p << 8, .sg_list = &sge, .num_sge = 1 }, *bad;
 
-	if (ibv_post_recv(qp_of(d, p), &wr, &bad))
-		return emunic_err(-errno, "peer %d qp %u: ibv_post_recv failed: %s", p, qp_of(d, p)->qp_num,
-				  strerror(errno));
+	int r = emunic_shim_post_recv(&d->dev->shim, qp_of(d, p), &wr, &bad);
+
+	if (r)
+		return emunic_err(r, "peer %d qp %u: posting a receive failed: %s", p, qp_of(d, p)->qp_num,
+				  strerror(-r));
 	return 0;
 }
 

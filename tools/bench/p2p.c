@@ -12,7 +12,7 @@
  *   rank 1  emunic_test on its receive (posted an iteration ahead, so it is
  *           there before the ping can be) until done, irecv(next ping),
  *           isend(pong), emunic_test on the send until done.
- * host does the same with ibv_post_send / ibv_post_recv / one ibv_poll_cq a
+ * host does the same with the shim's post_send / post_recv / one poll_cq a
  * test, except that rank 0 posts its receive before its send: a SEND that
  * finds no receive is an RNR NAK and a retry 0.64 ms later, which would
  * measure the retry timer, not the host.

@@ -50,6 +50,7 @@ int show_port(struct ibv_context *ctx, uint8_t port);
 void show_accelerator(void);
 void show_settings(void);
 void show_verdict(struct ibv_context *ctx, const struct ibv_device_attr *a);
+void show_backend(struct ibv_context *ctx, const struct ibv_device_attr_ex *ax);
 void show_qp_limits(const struct ibv_device_attr *a);
 int try_start(const char *name);
 

@@ -47,6 +47,7 @@ static int show_device(struct ibv_device *dev, const struct opts *o)
 	show_driver(&drv);
 	show_native_offloads(&drv, cap_flags, o->verbose);
 	show_verdict(ctx, &ax.orig_attr);
+	show_backend(ctx, &ax);
 	if (o->verbose)
 		show_qp_limits(&ax.orig_attr);
 	for (p = 1; p != 0 && p <= ax.orig_attr.phys_port_cnt; p++)	/* p wraps after 255 */

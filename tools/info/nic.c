@@ -102,6 +102,21 @@ void show_verdict(struct ibv_context *ctx, const struct ibv_device_attr *a)
 		kv(1, "emulated NIC", "can start (port %u, GID [%u]; --start tries it)", port, gid.gid_index);
 }
 
+/* The backend the device interface would take here ($EMUNIC_BACKEND, the
+ * capability query) and the capabilities it reads, as emunic_vdev_open()
+ * would see them. */
+void show_backend(struct ibv_context *ctx, const struct ibv_device_attr_ex *ax)
+{
+	struct emunic_shim s;
+	char caps[64];
+
+	if (emunic_shim_open(&s, ctx, ax, getenv("EMUNIC_BACKEND")))
+		kv(1, "device interface", "cannot open: %s", s.why);
+	else
+		kv(1, "device interface", "backend %s (%s); capabilities %s", emunic_shim_backend_str(s.backend),
+		   s.why, emunic_shim_caps_str(s.caps, caps, sizeof(caps)));
+}
+
 /* The sizes of emunic's QPs (emunic_qp_opts_default) against the device's. */
 void show_qp_limits(const struct ibv_device_attr *a)
 {
