@@ -11,7 +11,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -30,38 +29,6 @@ static int env_int(const char *name, int lo, int hi, int *out)
 		return -EINVAL;
 	*out = (int)v;
 	return 0;
-}
-
-/* ---- the ranks on this node ------------------------------------------------------ */
-
-static _Atomic int local_rank = -1, local_size = -1;
-
-void emunic_local_ranks_set(int rank, int size)
-{
-	if (rank < 0 || size < 1 || rank >= size)
-		return;
-	atomic_store(&local_rank, rank);
-	atomic_store(&local_size, size);
-}
-
-int emunic_local_rank(void)
-{
-	int v;
-
-	if (env_int("EMUNIC_LOCAL_RANK", 0, INT_MAX, &v) == 0)
-		return v;
-	v = atomic_load(&local_rank);
-	return v < 0 ? 0 : v;
-}
-
-int emunic_local_size(void)
-{
-	int v;
-
-	if (env_int("EMUNIC_LOCAL_SIZE", 1, INT_MAX, &v) == 0)
-		return v;
-	v = atomic_load(&local_size);
-	return v < 0 ? 0 : v;
 }
 
 static int launcher_allgather(struct emunic_boot *b, const void *in, size_t len, void *out)

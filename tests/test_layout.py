@@ -75,10 +75,18 @@ VERBS_DATA_PATH = re.compile(r"\bibv_(post_send|post_recv|poll_cq)\s*\(")
 C_NOISE = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
 
 
+# A legacy CORE-Direct program, written as verbs_exp users wrote theirs: its
+# ibv_post_recv / ibv_poll_cq are the application's own calls, which
+# libibverbs dispatches to shim/verbs_exp's context ops (the shim is the
+# device it talks to), and they must stay as they are: the point is that
+# such a program runs unchanged.
+LEGACY_VERBS_PROGRAMS = {os.path.join("tests", "bin", "emunic-exp-barrier.c")}
+
+
 def verbs_calls_outside_shim(root):
     """Every call of ibv_post_send, ibv_post_recv or ibv_poll_cq in a C file
-    of root outside shim/ (and build/), as "path:line: name"; comments and
-    strings that name them do not count."""
+    of root outside shim/ (and build/) and the legacy verbs_exp program, as
+    "path:line: name"; comments and strings that name them do not count."""
     found = []
     for d, dirs, names in os.walk(root):
         rel = os.path.relpath(d, root)
@@ -89,6 +97,8 @@ def verbs_calls_outside_shim(root):
             if not n.endswith((".c", ".h")):
                 continue
             p = os.path.join(d, n)
+            if os.path.relpath(p, root) in LEGACY_VERBS_PROGRAMS:
+                continue
             with open(p, errors="replace") as f:
                 text = f.read()
             # Blank comments and strings, keeping their newlines for line numbers.
