@@ -6,8 +6,9 @@ and the reconnection after it; no file when off; a path that cannot be
 written is named and the job still does its work."""
 import json
 import re
+import subprocess
 
-from conftest import BIN
+from conftest import BIN, ROOT
 
 RUN = BIN + "/emunic-run"
 
@@ -182,3 +183,41 @@ def test_each_node_joins_its_own_ranks(guest_pair):
         assert "### rc=0" in head and head.split("### rc=0\n")[1] == "%s.node%d\n" % (p, i), out
         doc = json.loads(body)
         assert {e["pid"] for e in doc["traceEvents"] if e["name"] == "process_name"} == {i}, out
+
+
+def stages_cmd():
+    return "/usr/bin/python3 %s/scripts/trace-stages.py" % ROOT
+
+
+def test_stages_of_a_traced_barrier(rxe):
+    """scripts/trace-stages.py cuts each rank's iterations of a 4-rank
+    barrier (two rounds a list) into post, peer late, wire, completion and
+    wake-up: every stage present, none negative, and their means adding up
+    to the mean iteration (they partition it)."""
+    path = "/tmp/tl-stages.json"
+    rc, out, doc = traced(rxe, 4, BIN + "/emunic-barrier --impl mq --rounds 60 --skew-us 0", path, timeout=90)
+    assert rc == 0 and " 0 violations" in out, out
+    rc, out = rxe.run("%s --skip 5 %s" % (stages_cmd(), path), timeout=120)
+    assert rc == 0, out
+    assert re.search(r"4 ranks, 5\d iterations a rank \(the first 5 left out\)", out), out
+    mean = {}
+    for name in ("post", "peer late", "wire", "completion", "wake-up", "iteration"):
+        m = re.search(r"^  %s\s+(-?[\d.]+)\s+(-?[\d.]+)\s+(\d+)%%$" % re.escape(name), out, re.M)
+        assert m, (name, out)
+        mean[name] = float(m.group(1))
+        assert mean[name] >= 0, (name, out)
+    parts = sum(v for k, v in mean.items() if k != "iteration")
+    assert abs(parts - mean["iteration"]) <= 0.1 * 6, out      # rounding of six printed means
+    assert mean["wire"] > 0, out
+    assert re.search(r"WAITs satisfied by: .*\d", out), out
+
+
+def test_stages_usage_and_an_empty_trace(tmp_path):
+    cmd = stages_cmd().split()
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert p.returncode == 2 and b"usage: trace-stages.py" in p.stdout, p.stdout
+    empty = tmp_path / "t.json"
+    empty.write_text('{"traceEvents":[\n{"name":"process_name","ph":"M","pid":0,"tid":0,'
+                     '"args":{"name":"rank 0"}}\n],"displayTimeUnit":"ns"}\n')
+    p = subprocess.run(cmd + [str(empty)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert p.returncode == 1 and b"no complete task-list iteration" in p.stdout, p.stdout
