@@ -106,8 +106,14 @@ class Guest:
             netdev = "user,id=n0,restrict=on"
         else:
             netdev = "socket,id=n0," + self.net      # listen=... or connect=...
+        # tsc=reliable: under TCG the kernel finds the vCPUs' TSCs
+        # "unsynchronized" (they are QEMU's one host-derived counter) and
+        # falls back to the HPET, which has no vDSO: every clock_gettime
+        # became a system call plus an emulated MMIO read (~22 a barrier
+        # in the engine), a cost no real machine has.  KVM guests use
+        # kvm-clock either way.
         append = " ".join([
-            "console=ttyS0", "loglevel=4", "panic=-1", "oops=panic",
+            "console=ttyS0", "loglevel=4", "panic=-1", "oops=panic", "tsc=reliable",
             "emunic.work=" + WORK, "emunic.spool=" + self.spool,
             "emunic.ip=" + self.ip, "emunic.host=" + self.name])
         return (["qemu-system-x86_64"] + self.accel.qemu_args() + [
