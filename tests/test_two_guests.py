@@ -52,6 +52,12 @@ def test_barrier_order_check_refuses_two_machines_clocks(guest_pair):
            % (RUN, guest_pair.IPS[0], BIN))
     jobs = [g.submit(cmd.format(node=i), timeout=90) for i, g in enumerate((a, b))]
     (rca, outa), (rcb, outb) = a.wait(jobs[0]), b.wait(jobs[1])
-    assert rca == 77 and rcb == 77, outa + outb
-    for rank, out in ((0, outa), (1, outb)):
-        assert "SKIP: rank %d: 5 rounds done, not verified: 1 of 2 ranks run under another kernel" % rank in out, out
+    # The first rank to exit 77 ends the job with 77 on its node; the other
+    # node's launcher, told by node 0 to end its ranks, may end with 1
+    # (emunic-run: "node 0 aborted the job") before its own rank's 77.
+    assert 77 in (rca, rcb) and {rca, rcb} <= {1, 77}, (rca, rcb, outa + outb)
+    for rank, rc, out in ((0, rca, outa), (1, rcb, outb)):
+        if rc == 77:
+            assert "SKIP: rank %d: 5 rounds done, not verified: 1 of 2 ranks run under another kernel" % rank \
+                in out, out
+        assert "VIOLATION" not in out, out
