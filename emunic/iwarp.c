@@ -3,10 +3,11 @@
  * What sets an iWARP device (siw, or an iWARP NIC) apart where emunic
  * notices it.  Its one GID is the netdev's MAC, not an address, so the IPv4
  * address rdma_cm listens on is the netdev's own, found here by that MAC.
- * Its verbs lack what RDMAP (RFC 5040) has no wire format for: atomics,
- * immediate data, and RNR (a send that finds no receive ends the connection,
- * RFC 5040 7.2); emunic_vdev_lacks() names each so a test can skip with the
- * reason instead of passing without it.
+ * Its verbs lack what RDMAP (RFC 5040) has no wire format for: immediate
+ * data, and RNR (a send that finds no receive buffer is an error that ends
+ * the connection); siw also implements no atomics (RFC 7306 added them to
+ * iWARP as an extension).  emunic_vdev_lacks() names each so a test can skip
+ * with the reason instead of passing without it.
  */
 #include "emunic/verbs.h"
 
@@ -57,7 +58,7 @@ const char *emunic_vdev_lacks(const struct emunic_vdev *d, unsigned what)
 	bool iwarp = emunic_ctx_is_iwarp(d->ctx);
 
 	if ((what & EMUNIC_LACKS_ATOMIC) && d->attr.orig_attr.atomic_cap == IBV_ATOMIC_NONE)
-		return "no atomics: the device reports atomic_cap ATOMIC_NONE (siw: iWARP has none)";
+		return "no atomics: the device reports atomic_cap ATOMIC_NONE (siw implements none)";
 	if ((what & EMUNIC_LACKS_IMM) && iwarp)
 		return "no immediate data: iWARP's RDMAP carries none, so the device takes no "
 		       "RDMA WRITE or SEND with immediate";
