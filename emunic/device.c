@@ -59,8 +59,8 @@ int emunic_gid_pick(struct ibv_context *ctx, uint8_t port, const struct ibv_port
 	for (i = 0; i < pa->gid_tbl_len; i++) {
 		if (ibv_query_gid_ex(ctx, port, (uint32_t)i, &e, 0))
 			continue;
-		if (pa->link_layer == IBV_LINK_LAYER_INFINIBAND) {
-			*out = e;		/* IB: the port GID, index 0 */
+		if (pa->link_layer == IBV_LINK_LAYER_INFINIBAND || emunic_ctx_is_iwarp(ctx)) {
+			*out = e;		/* IB: the port GID; iWARP: the MAC; both index 0 */
 			return 0;
 		}
 		if (e.gid_type == IBV_GID_TYPE_ROCE_V2 && emunic_gid_is_ipv4_mapped(&e.gid)) {
@@ -82,6 +82,21 @@ static int first_active_port(struct ibv_context *ctx, const struct ibv_device_at
 	return -ENETDOWN;
 }
 
+/* iWARP: the GID is a MAC; rdma_cm needs the netdev's IPv4 address (or
+ * EMUNIC_ADDR's, where the netdev has several). */
+static int iwarp_addr(struct emunic_vdev *d)
+{
+	const char *a = getenv("EMUNIC_ADDR");
+
+	if (a && inet_pton(AF_INET, a, &d->addr.sin_addr) != 1)
+		return emunic_err(-EADDRNOTAVAIL, "device %s: EMUNIC_ADDR '%s' is not an IPv4 address",
+				  d->name, a);
+	if (!a && emunic_iwarp_addr(&d->gid.gid, &d->addr.sin_addr))
+		return emunic_err(-EADDRNOTAVAIL, "device %s is iWARP: its netdev has no IPv4 address "
+				  "(or set EMUNIC_ADDR)", d->name);
+	return 0;
+}
+
 static int vdev_setup(struct emunic_vdev *d, struct ibv_context *ctx)
 {
 	int port, ret;
@@ -100,6 +115,8 @@ static int vdev_setup(struct emunic_vdev *d, struct ibv_context *ctx)
 				  d->name, port);
 	d->addr.sin_family = AF_INET;
 	memcpy(&d->addr.sin_addr, &d->gid.gid.raw[12], 4);
+	if (emunic_ctx_is_iwarp(ctx) && iwarp_addr(d))
+		return -EADDRNOTAVAIL;
 	if (d->port_attr.link_layer == IBV_LINK_LAYER_INFINIBAND) {
 		/* IB: rdma_cm needs the IPoIB address, which the GID does not carry. */
 		const char *a = getenv("EMUNIC_ADDR");
@@ -119,20 +136,26 @@ static int vdev_setup(struct emunic_vdev *d, struct ibv_context *ctx)
 }
 
 /* The one of list's n devices named name (if given), else the first with
- * an ACTIVE port: its index, or -1. */
+ * an ACTIVE port, iWARP ones last (they lack the atomics and immediate data
+ * emunic's usual paths take, see iwarp.c; a guest has rxe0 and siw0, and
+ * rxe0 is meant): its index, or -1. */
 static int pick_device(struct ibv_context **list, int n, const char *name)
 {
-	for (int i = 0; i < n; i++) {
-		struct ibv_port_attr pa;
-		struct ibv_device_attr_ex da;
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < n; i++) {
+			struct ibv_port_attr pa;
+			struct ibv_device_attr_ex da;
 
-		if (name && *name) {
-			if (!strcmp(ibv_get_device_name(list[i]->device), name))
+			if (name && *name) {
+				if (!strcmp(ibv_get_device_name(list[i]->device), name))
+					return i;
+				continue;
+			}
+			if (emunic_ctx_is_iwarp(list[i]) != (pass == 1))
+				continue;
+			if (!ibv_query_device_ex(list[i], NULL, &da) && first_active_port(list[i], &da, &pa) > 0)
 				return i;
-			continue;
 		}
-		if (!ibv_query_device_ex(list[i], NULL, &da) && first_active_port(list[i], &da, &pa) > 0)
-			return i;
 	}
 	return -1;
 }

@@ -21,8 +21,8 @@
 bool emunic_gid_is_ipv4_mapped(const union ibv_gid *gid);
 void emunic_gid_str(const union ibv_gid *gid, char *buf, size_t len);
 const char *emunic_gid_type_str(enum ibv_gid_type t);
-/* Chooses the GID to use on a port: RoCEv2 IPv4-mapped on Ethernet, 0 on IB.
- * -ENOENT when the port has none. */
+/* Chooses the GID to use on a port: RoCEv2 IPv4-mapped on Ethernet, 0 on IB
+ * and on iWARP (its only one, the MAC).  -ENOENT when the port has none. */
 int emunic_gid_pick(struct ibv_context *ctx, uint8_t port, const struct ibv_port_attr *pa,
 		    struct ibv_gid_entry *out);
 const char *emunic_port_state_str(enum ibv_port_state s);
@@ -55,6 +55,17 @@ int emunic_vdev_open(const char *name, struct emunic_vdev **out);
  * it: 0, -ENODEV (no RDMA device), -ENETDOWN (none with an ACTIVE port). */
 int emunic_vdev_pick(char *out, size_t len);
 void emunic_vdev_close(struct emunic_vdev *dev);
+
+/* ---- iWARP (emunic/iwarp.c) -------------------------------------------- */
+
+/* siw and iWARP NICs: the GID is the netdev's MAC, the iWARP CM moves the
+ * QP to RTS itself on connect and accept. */
+bool emunic_ctx_is_iwarp(struct ibv_context *ctx);
+/* The IPv4 address of the interface whose MAC is the first six bytes of an
+ * iWARP GID: 0, or -EADDRNOTAVAIL. */
+int emunic_iwarp_addr(const union ibv_gid *gid, struct in_addr *out);
+/* emunic_dev_lacks() (emunic.h, EMUNIC_LACKS_*) of the verbs device. */
+const char *emunic_vdev_lacks(const struct emunic_vdev *d, unsigned what);
 
 /* ---- RC connections through librdmacm ---------------------------------- */
 

@@ -1,11 +1,12 @@
 #!/bin/bash
 # Runs inside the guest as its first process, on the host's (read-only) root.
-# Brings up the network and rxe0, then runs the jobs the host drops in the
+# Brings up the network, rxe0 and siw0, then runs the jobs the host drops in the
 # spool directory: <id>.job (a bash script) -> <id>.out (its output) and
 # <id>.rc (its exit status, written last).  A file named "shutdown" powers off.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/tmp LANG=C.UTF-8
 spool= ip= host=emunic-guest netdev=eth0 rxe=rxe0
+siw=siw0 siwnet=siwnet0 siwip=10.99.0.1/24
 for arg in $(</proc/cmdline); do
     case "$arg" in
         emunic.spool=*) spool=${arg#*=} ;;
@@ -31,8 +32,17 @@ for _ in $(seq 200); do
     sleep 0.05
 done
 state=$(cat "/sys/class/infiniband/$rxe/ports/1/state" 2>/dev/null || echo "no $rxe")
+# siw0 (soft-iWARP, EMUNIC_DEVICE=siw0) on a netdev of its own: with both
+# devices on eth0, rdma_cm would bind the one address to either of them.
+# The dummy netdev carries nothing; ranks on this guest reach its address
+# through the kernel's local route (TCP over lo, which is what siw speaks).
+err=$( (ip link add "$siwnet" type dummy && ip addr add "$siwip" dev "$siwnet" &&
+        ip link set "$siwnet" up && rdma link add "$siw" type siw netdev "$siwnet") 2>&1) ||
+    say "siw: $err"
+siwstate=$(cat "/sys/class/infiniband/$siw/ports/1/state" 2>/dev/null || echo "no $siw")
 read -r uptime _ < /proc/uptime
-printf 'uptime=%s\nrxe=%s\nstate=%s\nhost=%s\nip=%s\n' "$uptime" "$rxe" "$state" "$host" "$ip" > "$spool/ready.tmp"
+printf 'uptime=%s\nrxe=%s\nstate=%s\nhost=%s\nip=%s\nsiw=%s\nsiw_state=%s\nsiw_ip=%s\n' \
+    "$uptime" "$rxe" "$state" "$host" "$ip" "$siw" "$siwstate" "${siwip%/*}" > "$spool/ready.tmp"
 mv "$spool/ready.tmp" "$spool/ready"
 
 # Under TCG every program the guest starts costs ~0.1 s (exec, the dynamic

@@ -2,6 +2,7 @@
 # Builds the emunic test guest from Debian's own kernel package:
 #   <out>/vmlinuz            the kernel of linux-image-amd64's current dependency
 #   <out>/initramfs.cpio.gz  busybox-static, the modules the guest needs, /init
+#   <out>/siw/siw.ko         soft-iWARP, built here (see build_siw)
 # The .deb is cached in <out>; nothing is rebuilt when the kernel did not change.
 set -euo pipefail
 
@@ -14,10 +15,13 @@ die() { echo "guest-images/build.sh: $*" >&2; exit 1; }
 command -v busybox >/dev/null || [ -x /bin/busybox ] || die "busybox-static is missing (make deps)"
 command -v cpio >/dev/null || die "cpio is missing (make deps)"
 
-# The modules rxe, 9p and virtio-net need; dependencies are added below from
-# modinfo, so only the roots are named.  crc32_generic is a crypto soft
-# dependency of rdma_rxe (ICRC) that modinfo does not list.
+# The modules rxe, siw, 9p and virtio-net need; dependencies are added below
+# from modinfo, so only the roots are named.  crc32_generic is a crypto soft
+# dependency of rdma_rxe (ICRC) that modinfo does not list; crc32c_generic
+# the same for siw (its MPA CRC) and libcrc32c.  dummy is siw0's netdev
+# (agent.sh).  siw itself is built here, below.
 roots="virtio_pci virtio_net 9pnet_virtio 9p crc32_generic rdma_rxe ib_uverbs rdma_ucm sch_netem veth"
+roots="$roots crc32c_generic dummy siw"
 
 pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
       awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
@@ -35,17 +39,62 @@ else
     fi
 fi
 
+# Debian builds its kernels without siw (CONFIG_RDMA_SIW is not set), so
+# siw.ko is built out of tree from Debian's own source of that kernel
+# (linux-source-X.Y, the same package version as the image) against its
+# headers package, and cached in <out>/siw with what it was built from.
+# The module is unsigned; the guest kernel loads it with a taint (it does
+# not force signatures).  Without them (not root, or not in the archive)
+# the guest has no siw0 and tests/test_siw.py skips, saying so.
+build_siw() {
+    local kver=$1 ver=$2 src="linux-source-${1%.*}" hdr="linux-headers-$1" dir="$out/siw" p
+    [ "$(cat "$dir/.built-from" 2>/dev/null)" = "$kver $ver" ] && [ -f "$dir/siw.ko" ] && return
+    for p in "$src" "$hdr"; do
+        [ "$(dpkg-query -W -f='${Status} ${Version}' "$p" 2>/dev/null)" = "install ok installed $ver" ] && continue
+        if [ "$(id -u)" -ne 0 ]; then
+            echo "guest: no siw0: siw.ko needs $src and $hdr; run: sudo apt-get install -y" \
+                 "--no-install-recommends $src=$ver $hdr=$ver" >&2
+            return 1
+        fi
+        echo "guest: installing $p=$ver for siw.ko" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        if ! apt-get install -y --no-install-recommends "$p=$ver" >"$out/siw-apt.log" 2>&1 &&
+           ! { apt-get update && apt-get install -y --no-install-recommends "$p=$ver"; } >"$out/siw-apt.log" 2>&1; then
+            echo "guest: no siw0: apt-get install $p=$ver failed: $(tail -1 "$out/siw-apt.log")" >&2
+            return 1
+        fi
+    done
+    rm -rf "$dir" && mkdir -p "$dir/src"
+    # Only siw's directory, not the whole 140 MB tree.
+    tar -xJf "/usr/src/$src.tar.xz" -C "$dir/src" --strip-components=5 \
+        "$src/drivers/infiniband/sw/siw" || die "no drivers/infiniband/sw/siw in /usr/src/$src.tar.xz"
+    make -C "/usr/src/$hdr" M="$dir/src" CONFIG_RDMA_SIW=m modules >"$dir/make.log" 2>&1 ||
+        die "building siw.ko failed (see $dir/make.log)"
+    # Debian strips its modules of debug info too (5 MB -> ~0.3 MB in the initramfs).
+    strip --strip-debug -o "$dir/siw.ko" "$dir/src/siw.ko" || die "strip siw.ko failed"
+    rm -rf "$dir/src"
+    echo "$kver $ver" > "$dir/.built-from"
+    echo "guest: built siw.ko for $kver from $src $ver" >&2
+}
+kver=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed -n 's,^\./lib/modules/\([^/]*\)/$,\1,p' | head -1)
+[ -n "$kver" ] || die "no /lib/modules/<version> in $deb"
+siw_ko=
+build_siw "$kver" "$(dpkg-deb -f "$deb" Version)" && siw_ko="$out/siw/siw.ko"
+[ -n "$siw_ko" ] || roots=${roots% siw}
+
 stamp="$out/.built-from"
+built_from="$(basename "$deb") $(cat "$here/init" "$0" $siw_ko | sha1sum | cut -c1-40)"
 if [ -f "$out/vmlinuz" ] && [ -f "$out/initramfs.cpio.gz" ] &&
-   [ "$(cat "$stamp" 2>/dev/null)" = "$(basename "$deb") $(sha1sum "$here/init" | cut -c1-40)" ]; then
+   [ "$(cat "$stamp" 2>/dev/null)" = "$built_from" ]; then
     exit 0
 fi
 
 tmp=$(mktemp -d "$out/.build.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 dpkg-deb -x "$deb" "$tmp/pkg"
-kver=$(ls "$tmp/pkg/lib/modules")
 moddir="$tmp/pkg/lib/modules/$kver"
+[ -d "$moddir" ] || die "no $moddir in $deb"
+[ -z "$siw_ko" ] || cp "$siw_ko" "$moddir/siw.ko"
 
 # Resolve dependencies depth first so that each module follows its deps.
 declare -A seen=()
@@ -72,5 +121,5 @@ printf '%s\n' "${order[@]}" > "$root/modules.order"
 install -m 0755 "$here/init" "$root/init"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$out/initramfs.cpio.gz"
 cp "$tmp/pkg/boot/vmlinuz-$kver" "$out/vmlinuz"
-echo "$(basename "$deb") $(sha1sum "$here/init" | cut -c1-40)" > "$stamp"
+echo "$built_from" > "$stamp"
 echo "guest: built $out (kernel $kver, ${#order[@]} modules)" >&2

@@ -113,6 +113,17 @@ const char *emunic_dev_name(const struct emunic_dev *dev);
 enum emunic_idle emunic_dev_idle(const struct emunic_dev *dev);
 /* The longest task list the device's MQs take (attr.list_tasks, resolved). */
 unsigned emunic_dev_list_tasks(const struct emunic_dev *dev);
+/*
+ * What the device's verbs cannot carry (siw, and iWARP in general, lack all
+ * three; rxe none): the first of `what` it lacks, as a reason to print, or
+ * NULL.  Posting an operation that needs one fails with -EOPNOTSUPP; a test
+ * that needs one skips with this reason (README, "siw").
+ */
+#define EMUNIC_LACKS_ATOMIC (1u << 0)	/* fetch_add: a verbs atomic */
+#define EMUNIC_LACKS_IMM (1u << 1)	/* WRITE_IMM, and target-side counting, which rides on it */
+#define EMUNIC_LACKS_RNR (1u << 2)	/* a send that finds no receive is retried (RNR), and
+					 * fails at the sender when retries run out */
+const char *emunic_dev_lacks(const struct emunic_dev *dev, unsigned what);
 
 /* What the verbs device underneath can do, read once when it was opened
  * (shim/shim.h): an engine picks a substitute where a bit is clear. */

@@ -135,7 +135,8 @@ static int open_verbs(struct emunic_dev *d)
 	fcntl(d->chan->fd, F_SETFL, fcntl(d->chan->fd, F_GETFL) | O_NONBLOCK);
 	d->vcq = ibv_create_cq(d->v->ctx, VCQ_DEPTH, NULL, d->chan, 0);
 	if (!d->vcq)
-		return emunic_err(-errno, "device %s: ibv_create_cq(%d) failed", d->v->name, VCQ_DEPTH);
+		return emunic_err(-errno, "device %s: ibv_create_cq(%d) failed (%s)", d->v->name, VCQ_DEPTH,
+				  strerror(errno));
 	return 0;
 }
 
@@ -260,6 +261,7 @@ int emunic_dev_size(const struct emunic_dev *d) { return d->size; }
 const char *emunic_dev_name(const struct emunic_dev *d) { return d->v->name; }
 enum emunic_idle emunic_dev_idle(const struct emunic_dev *d) { return d->idle; }
 unsigned emunic_dev_list_tasks(const struct emunic_dev *d) { return d->attr.list_tasks; }
+const char *emunic_dev_lacks(const struct emunic_dev *d, unsigned what) { return emunic_vdev_lacks(d->v, what); }
 
 _Static_assert(EMUNIC_DEV_CAP_ATOMIC == EMUNIC_SHIM_CAP_ATOMIC && EMUNIC_DEV_CAP_WRITE_IMM == EMUNIC_SHIM_CAP_WRITE_IMM &&
 	       EMUNIC_DEV_CAP_RNR == EMUNIC_SHIM_CAP_RNR && EMUNIC_DEV_CAP_NATIVE_CD == EMUNIC_SHIM_CAP_NATIVE_CD,

@@ -240,6 +240,13 @@ static struct rdma_cm_id *on_event(struct emunic_dev *d, struct rdma_cm_event *e
 		conn_up(d, qp);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
+		if (!c->passive && emunic_ctx_is_iwarp(d->v->ctx)) {
+			/* iWARP has no CONNECT_RESPONSE: the iWARP CM moved the QP
+			 * to RTS itself, and the reply's private data comes here. */
+			rc_resolve(qp, ev->param.conn.private_data_len >= sizeof(h) ? ev->param.conn.private_data
+										    : NULL);
+			c->joined = c->conn;
+		}
 		conn_up(d, qp);
 		break;
 	case RDMA_CM_EVENT_REJECTED:

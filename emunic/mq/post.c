@@ -66,6 +66,15 @@ static int check_data(struct emunic_dev *d, struct emunic_mq *mq, unsigned i, co
 		return bad(mq, i, t, "its buffer has no registered memory region");
 	if (t->op == EMUNIC_TASK_FETCH_ADD && t->len != 8)
 		return bad(mq, i, t, "fetch_add needs an 8-byte local buffer");
+	if (t->op == EMUNIC_TASK_FETCH_ADD || t->op == EMUNIC_TASK_WRITE_IMM) {
+		/* What the device cannot carry: -EOPNOTSUPP, not a QP broken later. */
+		const char *why = emunic_vdev_lacks(d->v, t->op == EMUNIC_TASK_FETCH_ADD ? EMUNIC_LACKS_ATOMIC
+											   : EMUNIC_LACKS_IMM);
+		if (why)
+			return emunic_err(-EOPNOTSUPP, "mq %p: task %u of the list (%s, wr_id %llu): device %s: %s; "
+					  "nothing was posted", (void *)mq, i, emunic_task_op_str(t->op),
+					  (unsigned long long)t->wr_id, d->v->name, why);
+	}
 	c->obj = t->qp->o.handle;
 	c->lkey = t->len ? t->mr->mr->lkey : 0;
 	s = qp_shadow(sh, nsh, t->qp);

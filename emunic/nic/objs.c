@@ -189,7 +189,9 @@ struct emunic_qp *nic_qp_new(struct emunic_dev *d, int peer, const struct emunic
 		qp->attr.timeout = 14;
 	atomic_init(&qp->state, QP_NEW);
 	trig = qp->attr.flags & EMUNIC_QP_TRIGGERED;
-	qp->arrivals = trig;
+	/* Arrivals are writes with immediate data; a device that has none
+	 * (siw) gets none, and libsiw refuses the buffer-less receives. */
+	qp->arrivals = trig && !emunic_vdev_lacks(d->v, EMUNIC_LACKS_IMM);
 	/* Held (managed) work can run far ahead of verbs: queues are deeper.
 	 * A triggered QP's queue is the engine's alone and grows: fired ops
 	 * wait there for verbs room, never refused. */

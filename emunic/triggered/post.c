@@ -79,6 +79,21 @@ static int bad(const struct emunic_op *op, const char *why)
 			  op->qp && op->qp->o.kind == OBJ_QP ? op->qp->peer : -1, (unsigned long long)op->user, why);
 }
 
+/* What the device cannot carry: -EOPNOTSUPP, not a QP broken later. */
+static int lacks(struct emunic_dev *d, const struct emunic_op *op)
+{
+	const char *why = NULL;
+
+	if (op->kind == EMUNIC_OP_FETCH_ADD)
+		why = emunic_vdev_lacks(d->v, EMUNIC_LACKS_ATOMIC);
+	if (!why && op->target.id)	/* the target is told in immediate data */
+		why = emunic_vdev_lacks(d->v, EMUNIC_LACKS_IMM);
+	if (!why)
+		return 0;
+	return emunic_err(-EOPNOTSUPP, "%s to peer %d (user %llu): device %s: %s; nothing was posted",
+			  emunic_op_kind_str(op->kind), op->qp->peer, (unsigned long long)op->user, d->v->name, why);
+}
+
 static int check(struct emunic_dev *d, const struct emunic_op *op)
 {
 	const struct emunic_target *t = &op->target;
@@ -117,7 +132,7 @@ static int check(struct emunic_dev *d, const struct emunic_op *op)
 	if (t->id && (t->id > IMM_ID_MAX || t->shift > 24 || op->offset % (1ull << t->shift) ||
 		      (op->offset >> t->shift) > IMM_UNIT_MAX))
 		return bad(op, "the offset is not a multiple of the target's unit or is beyond 65535 units");
-	return 0;
+	return lacks(d, op);
 }
 
 static uint32_t handle_of(const void *o)

@@ -270,7 +270,9 @@ struct emunic_task {
 
 int emunic_mq_create(struct emunic_dev *dev, unsigned depth, struct emunic_mq **out);
 int emunic_mq_destroy(struct emunic_mq *mq);
-/* Posts n tasks as one list; 0, -EINVAL (nothing posted), -ENOSPC (full). */
+/* Posts n tasks as one list; 0, -EINVAL (nothing posted), -ENOSPC (full),
+ * -EOPNOTSUPP (a WRITE_IMM or FETCH_ADD the device cannot carry, see
+ * emunic_dev_lacks; nothing posted). */
 int emunic_mq_post(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned n);
 /* Up to n MQ completions (SIGNAL tasks); returns how many. */
 int emunic_mq_poll(struct emunic_mq *mq, struct emunic_wc *wc, int n);

@@ -195,7 +195,10 @@ struct emunic_op {
 	struct emunic_ct_val ct_value;	/* CT_INC: the increment; CT_SET: the value */
 };
 
-/* Runs op now (on the progress core): 0, -EINVAL (nothing posted), -ENOSPC. */
+/* Runs op now (on the progress core): 0, -EINVAL (nothing posted), -ENOSPC.
+ * Any post: -EOPNOTSUPP (nothing posted) for a fetch_add, or an op that
+ * tells its target, on a device without atomics or immediate data
+ * (emunic_dev_lacks). */
 int emunic_op_post(struct emunic_dev *dev, const struct emunic_op *op);
 /* Runs op once trig.success + trig.failure >= threshold. */
 int emunic_trig_post(struct emunic_dev *dev, const struct emunic_op *op, struct emunic_ct *trig,

@@ -1116,23 +1116,84 @@ static void t_trace(void)
 		ct_await(lct, 3, "the gets counted at the target");
 }
 
+#define IMM EMUNIC_LACKS_IMM
+#define ATOMIC EMUNIC_LACKS_ATOMIC
+
+/*
+ * The other side of `needs` below: on a device without atomics or immediate
+ * data (siw), a fetch_add and a put its target counts are -EOPNOTSUPP at
+ * post, now or triggered, and post nothing; a put into plain memory (no
+ * target counting) still runs, now and when its trigger fires.
+ */
+static void t_unsupported(void)
+{
+	struct emunic_target mine = { 0 }, plain, tg;
+	struct emunic_ct *lct, *done, *on;
+	struct emunic_op op;
+
+	if (!emunic_dev_lacks(T->dev, IMM) || !emunic_dev_lacks(T->dev, ATOMIC))
+		SKIP("unsupported on %s: it has atomics and immediate data, nothing to refuse",
+		     emunic_dev_name(T->dev));
+	tg = setup_entry(4096, 0, &lct);
+	if (T->rank == 1)
+		mine = emunic_mr_target(T->mr);
+	swap(&mine, &plain, sizeof(mine));
+	if (T->rank == 0) {
+		done = ct_new();
+		on = ct_new();
+		op = op_rma(EMUNIC_OP_PUT, at(0), 64, tg, 0, done);
+		CHECK(emunic_op_post(T->dev, &op) == -EOPNOTSUPP, "a put its target counts was not refused");
+		CHECK(emunic_trig_post(T->dev, &op, on, 1) == -EOPNOTSUPP, "a triggered counted put was not refused");
+		op = op_fadd(word(16384), plain, 1, done);
+		CHECK(emunic_op_post(T->dev, &op) == -EOPNOTSUPP, "a fetch_add was not refused");
+		pending_is(0, "after the refused posts");
+		ct_is(done, 0, 0, "nothing ran for the refused posts");
+		pattern(at(8192), 64, 50);
+		op = op_rma(EMUNIC_OP_PUT, at(8192), 64, plain, 8192, done);
+		post_now(&op);
+		pattern(at(12288), 64, 51);
+		op = op_rma(EMUNIC_OP_PUT, at(12288), 64, plain, 12288, done);
+		post_on(&op, on, 1);
+		ct_reach(done, 1, "the plain put");
+		ct_is(done, 1, 0, "the triggered plain put fired before its trigger");
+		ct_bump(on, 1, 0);
+		ct_reach(done, 2, "the triggered plain put");
+		ct_is(done, 2, 0, "the two plain puts");
+	}
+	sync_ranks();
+	if (T->rank == 1) {
+		/* An iWARP write completes at its source once sent, not once
+		 * placed (no ACK to wait for): the data may land just after. */
+		for (int i = 0; i < WAIT_MS && (at(8192)[63] != pat(50, 63) || at(12288)[63] != pat(51, 63)); i++)
+			ms(1);
+		expect_pattern(at(8192), 64, 50, "the plain put");
+		expect_pattern(at(12288), 64, 51, "the triggered plain put");
+		ct_is(lct, 0, 0, "the target's counter, after refused puts");
+	}
+}
+
+/* needs: what the device must carry (emunic_dev_lacks).  Every check
+ * counts at its target, which rides on immediate data; chain and order
+ * also fetch_add.  A device without (siw) skips them with the reason. */
 static const struct check {
 	const char *name;
 	void (*fn)(void);
 	unsigned trig_entries;
+	unsigned needs;
 	const char *what;
 } checks[] = {
-	{ "threshold", t_threshold, 0, "fires at the threshold, not before, once" },
-	{ "already_met", t_already_met, 0, "a threshold already met fires at once" },
-	{ "chain", t_chain, 0, "a 100-op chain runs in order while the app only computes" },
-	{ "order", t_order, 0, "triggers on one counter run by threshold, ties in posting order" },
-	{ "enospc", t_enospc, TABLE, "a full trigger table is -ENOSPC at once; the core runs on" },
-	{ "target_count", t_target_count, 0, "puts and gets are counted and reported at the target" },
-	{ "failure", t_failure, 0, "a failed event counts failure; waits return; triggers fire" },
-	{ "threshold64", t_threshold64, 0, "thresholds above 2^32" },
-	{ "free_pending", t_free_pending, 0, "freeing a counter wakes waiters and fails its triggers" },
-	{ "invalid", t_invalid, 0, "bad counters and ops are -EINVAL and change nothing" },
-	{ "trace", t_trace, 0, "FIRE, ISSUE, DONE trace records in time order" },
+	{ "threshold", t_threshold, 0, IMM, "fires at the threshold, not before, once" },
+	{ "already_met", t_already_met, 0, IMM, "a threshold already met fires at once" },
+	{ "chain", t_chain, 0, IMM | ATOMIC, "a 100-op chain runs in order while the app only computes" },
+	{ "order", t_order, 0, IMM | ATOMIC, "triggers on one counter run by threshold, ties in posting order" },
+	{ "enospc", t_enospc, TABLE, IMM, "a full trigger table is -ENOSPC at once; the core runs on" },
+	{ "target_count", t_target_count, 0, IMM, "puts and gets are counted and reported at the target" },
+	{ "failure", t_failure, 0, IMM, "a failed event counts failure; waits return; triggers fire" },
+	{ "threshold64", t_threshold64, 0, IMM, "thresholds above 2^32" },
+	{ "free_pending", t_free_pending, 0, IMM, "freeing a counter wakes waiters and fails its triggers" },
+	{ "invalid", t_invalid, 0, IMM, "bad counters and ops are -EINVAL and change nothing" },
+	{ "trace", t_trace, 0, IMM, "FIRE, ISSUE, DONE trace records in time order" },
+	{ "unsupported", t_unsupported, 0, 0, "without atomics or immediate data (siw): refused, not run" },
 };
 #define NCHECKS (sizeof(checks) / sizeof(checks[0]))
 
@@ -1161,6 +1222,9 @@ static void run_check(int i)
 	emunic_dev_attr_init(&attr);
 	attr.trig_entries = checks[i].trig_entries;
 	CHECK(!emunic_dev_open(T->boot, &attr, &T->dev), "emunic_dev_open");
+	if (emunic_dev_lacks(T->dev, checks[i].needs))	/* every rank, before any exchange */
+		SKIP("%s on %s: %s", checks[i].name, emunic_dev_name(T->dev),
+		     emunic_dev_lacks(T->dev, checks[i].needs));
 	memset(T->buf, 0, BUF_LEN);
 	CHECK(!emunic_mr_reg(T->dev, T->buf, BUF_LEN, &T->mr), "mr_reg");
 	checks[i].fn();

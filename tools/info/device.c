@@ -198,6 +198,14 @@ static void pick_reason(const struct ibv_gid_entry *e, const struct ibv_port_att
 		snprintf(buf, len, "IB port GID");
 		return;
 	}
+	if (e->gid_type == IBV_GID_TYPE_IB) {	/* on Ethernet: iWARP, whose GID is the MAC */
+		struct in_addr a;
+
+		if (emunic_iwarp_addr(&e->gid, &a) || !inet_ntop(AF_INET, &a, v4, sizeof(v4)))
+			snprintf(v4, sizeof(v4), "none");
+		snprintf(buf, len, "iWARP, the MAC; IPv4 %s from its netdev", v4);
+		return;
+	}
 	if (!inet_ntop(AF_INET, &e->gid.raw[12], v4, sizeof(v4)))
 		snprintf(v4, sizeof(v4), "?");
 	snprintf(buf, len, "%s, IPv4 %s", emunic_gid_type_str((enum ibv_gid_type)e->gid_type), v4);

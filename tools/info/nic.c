@@ -68,6 +68,7 @@ static void start_verdict(struct ibv_context *ctx, const struct ibv_device_attr 
 {
 	struct emunic_qp_opts q;
 	struct ibv_port_attr pa;
+	struct in_addr in;
 	uint8_t p = active_port(ctx, a, &pa);
 
 	emunic_qp_opts_default(&q);
@@ -78,6 +79,8 @@ static void start_verdict(struct ibv_context *ctx, const struct ibv_device_attr 
 	else if (emunic_gid_pick(ctx, p, &pa, gid))
 		snprintf(why, len, "port %u has no RoCEv2 GID with an IPv4-mapped address (give the netdev an "
 			 "IPv4 address)", p);
+	else if (emunic_ctx_is_iwarp(ctx) && !getenv("EMUNIC_ADDR") && emunic_iwarp_addr(&gid->gid, &in))
+		snprintf(why, len, "port %u is iWARP and its netdev has no IPv4 address (or set EMUNIC_ADDR)", p);
 	else if (pa.link_layer == IBV_LINK_LAYER_INFINIBAND && !getenv("EMUNIC_ADDR"))
 		snprintf(why, len, "port %u is InfiniBand: set EMUNIC_ADDR to this node's IPoIB address", p);
 	else if ((uint32_t)a->max_qp_wr < q.max_send_wr || (uint32_t)a->max_qp_wr < q.max_recv_wr)
@@ -100,6 +103,8 @@ void show_verdict(struct ibv_context *ctx, const struct ibv_device_attr *a)
 		kv(1, "emulated NIC", "cannot start: %s", why);
 	else
 		kv(1, "emulated NIC", "can start (port %u, GID [%u]; --start tries it)", port, gid.gid_index);
+	if (emunic_ctx_is_iwarp(ctx))
+		kv(1, "iWARP lacks", "atomics, immediate data, RNR (the README's siw section: how each is handled)");
 }
 
 /* The backend the device interface would take here ($EMUNIC_BACKEND, the

@@ -1,0 +1,81 @@
+"""The conformance suites on siw (soft-iWARP), the guest's second device
+(guest-images/agent.sh: siw0 on its own dummy netdev, siwnet0), in the same
+guest as the rxe suites: no boot of its own.  Every MQ and triggered check
+runs with EMUNIC_DEVICE=siw0; what siw cannot carry (atomics, immediate
+data, RNR) skips with the reason the program names (exit 77), and the
+emulation refuses it at post (-EOPNOTSUPP: the `unsupported` check)."""
+import re
+
+import pytest
+
+from conftest import BIN, run_ctest
+from test_mq import CHECKS as MQ_CHECKS
+from test_triggered import CHECKS as TRIG_CHECKS
+
+SIW = {"EMUNIC_DEVICE": "siw0"}
+
+
+@pytest.fixture(scope="module")
+def siw(rxe):
+    rc, out = rxe.run("cat /sys/class/infiniband/siw0/ports/1/state", timeout=30)
+    if rc != 0:
+        pytest.skip("no siw0 where the suite runs (%s): the guest makes it, a host need not" % rxe.where)
+    assert "ACTIVE" in out, "siw0 is not ACTIVE: " + out
+    return rxe
+
+
+def test_siw0_is_up_on_its_own_netdev(siw):
+    rc, out = siw.run("rdma link show siw0/1; %s/emunic-info" % BIN, timeout=60)
+    assert rc == 0, out
+    assert "state ACTIVE" in out and "netdev siwnet0" in out, out
+    siw_part = out[out.index("hca_id: siw0"):]
+    assert "siw (soft-iWARP)" in siw_part and "can start" in siw_part, out
+    assert "IPv4 10.99.0.1 from its netdev" in siw_part, out
+    assert re.search(r"iWARP lacks:\s+atomics, immediate data, RNR", siw_part), out
+
+
+def test_rxe0_stays_the_default(siw):
+    """With siw0 beside it, an unnamed device is still rxe0 (iWARP last)."""
+    out = run_ctest(siw, "EMUNIC_DEBUG=1 %s/emunic-run -n 1 -t 60 %s/emunic-barrier --impl mq --rounds 2"
+                    % (BIN, BIN), timeout=90)
+    assert "device rxe0: progress core started" in out, out
+
+
+# Known to fail on siw, named here so it is neither hidden nor passed: the
+# check's last part opens a second emunic device in the same process, and
+# that device's CQ gets mmap key 0x90000 from the 6.1 kernel's siw (keys are
+# page offsets, handed out past SIW_UOBJ_MAX_KEY), the very value libsiw
+# takes for SIW_INVAL_UOBJ_KEY.  From strace with VERBS_LOG_LEVEL=5: the
+# create ioctl succeeds, no mmap follows, libsiw logs from siw_create_cq;
+# the earlier maps (the first CQ, 129 pages, a QP's 8 + 7) end at page
+# 0x8f.  Its first part (the invalid lists) passes.
+# strict: a fix shows up as XPASS, failing the suite until this is removed.
+SIW_KNOWN = {"invalid": "siw0: the second device's CQ gets mmap key 0x90000, which libsiw reads as "
+                        "SIW_INVAL_UOBJ_KEY (a siw uAPI clash), so ibv_create_cq fails"}
+
+
+@pytest.mark.parametrize("check", [pytest.param(c, marks=pytest.mark.xfail(reason=SIW_KNOWN[c], strict=True))
+                                   if c in SIW_KNOWN else c for c in sorted(MQ_CHECKS)])
+def test_mq_rule_on_siw(siw, check):
+    out = run_ctest(siw, "%s/emunic-run -n 2 -t 60 %s/emunic-mqtest %s" % (BIN, BIN, check), timeout=90,
+                    env=SIW, what=MQ_CHECKS[check] + " (siw0)")
+    assert "emunic-mqtest: %s: PASS" % check in out, out
+
+
+@pytest.mark.parametrize("check", sorted(TRIG_CHECKS) + ["unsupported"])
+def test_trig_rule_on_siw(siw, check):
+    out = run_ctest(siw, "%s/emunic-run -n 2 -t 60 %s/emunic-trigtest %s" % (BIN, BIN, check), timeout=90,
+                    env=SIW, what=TRIG_CHECKS.get(check, "refused, not run") + " (siw0)")
+    assert "emunic-trigtest: %s: PASS" % check in out, out
+
+
+def test_unsupported_is_skipped_on_rxe(siw):
+    """rxe has atomics and immediate data: nothing to refuse, said so."""
+    rc, out = siw.run("%s/emunic-run -n 2 -t 60 %s/emunic-trigtest unsupported" % (BIN, BIN), timeout=90)
+    assert rc == 77 and "SKIP: unsupported on rxe0: it has atomics and immediate data" in out, out
+
+
+def test_token_handover_on_siw(siw):
+    out = run_ctest(siw, "%s/emunic-run -n 1 -t 150 %s/emunic-tokenstress 2000" % (BIN, BIN), timeout=180,
+                    env=SIW)
+    assert "emunic-tokenstress: PASS: 2 threads x 2000 rounds" in out, out
