@@ -71,16 +71,25 @@ def test_readme_layout_names_every_tool_file():
 
 # ---- the device interface (issue 20) ------------------------------------------
 
-VERBS_DATA_PATH = re.compile(r"\bibv_(post_send|post_recv|poll_cq)\s*\(")
+# The data path by name, called or not (a function pointer or a #define
+# names it too), the extended and SRQ forms, librdmacm's inline wrappers
+# (they call ibv_post_send / ibv_poll_cq themselves), and a provider's ops
+# reached directly.
+VERBS_DATA_PATH = re.compile(r"\b(ibv_(?:post_send|post_recv|poll_cq|post_srq_recv|start_poll|next_poll|wr_(?!opcode\b)\w+)"
+                             r"|rdma_post_\w+|rdma_get_(?:send|recv)_comp)\b|->\s*ops\.(?:post_send|post_recv|poll_cq)\b")
 C_NOISE = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
 
 
-# A legacy CORE-Direct program, written as verbs_exp users wrote theirs: its
-# ibv_post_recv / ibv_poll_cq are the application's own calls, which
-# libibverbs dispatches to shim/verbs_exp's context ops (the shim is the
-# device it talks to), and they must stay as they are: the point is that
-# such a program runs unchanged.
-LEGACY_VERBS_PROGRAMS = {os.path.join("tests", "bin", "emunic-exp-barrier.c")}
+# A legacy CORE-Direct program (it includes <infiniband/verbs_exp.h> and no
+# emunic header): its ibv_post_recv / ibv_poll_cq are the application's own
+# calls on the shim's objects, which libibverbs dispatches to
+# shim/verbs_exp's context ops, and they stay as CORE-Direct code wrote them.
+LEGACY = re.compile(r'^\s*#\s*include\s*<infiniband/verbs_exp\.h>', re.M)
+EMUNIC_HEADER = re.compile(r'^\s*#\s*include\s*[<"](?:emunic[./]|shim/|engines/|baseline/)', re.M)
+
+
+def legacy_verbs_program(text):
+    return bool(LEGACY.search(text)) and not EMUNIC_HEADER.search(text)
 
 
 def verbs_calls_outside_shim(root):
@@ -93,19 +102,20 @@ def verbs_calls_outside_shim(root):
         if rel.split(os.sep)[0] in ("shim", "build", ".git"):
             dirs[:] = []
             continue
+        dirs.sort()
         for n in sorted(names):
             if not n.endswith((".c", ".h")):
                 continue
             p = os.path.join(d, n)
-            if os.path.relpath(p, root) in LEGACY_VERBS_PROGRAMS:
-                continue
             with open(p, errors="replace") as f:
                 text = f.read()
+            if legacy_verbs_program(text):
+                continue
             # Blank comments and strings, keeping their newlines for line numbers.
             code = C_NOISE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
             for m in VERBS_DATA_PATH.finditer(code):
-                found.append("%s:%d: ibv_%s" % (os.path.relpath(p, root), code.count("\n", 0, m.start()) + 1,
-                                                m.group(1)))
+                found.append("%s:%d: %s" % (os.path.relpath(p, root), code.count("\n", 0, m.start()) + 1,
+                                            m.group(1) or m.group(0).replace(" ", "")))
     return found
 
 
@@ -127,3 +137,20 @@ def test_verbs_call_check_finds_a_call(tmp_path):
     (tmp_path / "shim").mkdir()
     (tmp_path / "shim" / "y.c").write_text("int g(void) { return ibv_post_send(qp, wr, bad); }\n")
     assert verbs_calls_outside_shim(str(tmp_path)) == ["a/x.c:3: ibv_post_recv"]
+    # Named without a call, through a provider's ops, librdmacm's wrappers,
+    # the extended API: all found.
+    (tmp_path / "a" / "z.c").write_text(
+        "#define POST ibv_post_send\n"
+        "int h(void) { return qp->context->ops.poll_cq(cq, 1, wc); }\n"
+        "int i(void) { return rdma_post_send(id, ctx, buf, len, mr, 0); }\n"
+        "void j(void) { ibv_wr_send(qpx); }\n")
+    assert verbs_calls_outside_shim(str(tmp_path)) == [
+        "a/x.c:3: ibv_post_recv", "a/z.c:1: ibv_post_send", "a/z.c:2: ->ops.poll_cq", "a/z.c:3: rdma_post_send",
+        "a/z.c:4: ibv_wr_send"]
+    # A legacy verbs_exp program (its header, no emunic one) keeps its own
+    # calls; the same calls beside an emunic header do not pass.
+    legacy = "#include <infiniband/verbs_exp.h>\nint k(void) { return ibv_poll_cq(cq, 1, wc); }\n"
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "legacy.c").write_text(legacy)
+    (tmp_path / "b" / "mixed.c").write_text("#include <emunic.h>\n" + legacy)
+    assert verbs_calls_outside_shim(str(tmp_path))[-1:] == ["b/mixed.c:3: ibv_poll_cq"]
