@@ -4,11 +4,12 @@ guest as the rxe suites: no boot of its own.  Every MQ and triggered check
 runs with EMUNIC_DEVICE=siw0; what siw cannot carry (atomics, immediate
 data, RNR) skips with the reason the program names (exit 77), and the
 emulation refuses it at post (-EOPNOTSUPP: the `unsupported` check)."""
+import os
 import re
 
 import pytest
 
-from conftest import BIN, run_ctest
+from conftest import BIN, ROOT, run_ctest
 from test_mq import CHECKS as MQ_CHECKS
 from test_triggered import CHECKS as TRIG_CHECKS
 
@@ -18,8 +19,13 @@ SIW = {"EMUNIC_DEVICE": "siw0"}
 @pytest.fixture(scope="module")
 def siw(rxe):
     rc, out = rxe.run("cat /sys/class/infiniband/siw0/ports/1/state", timeout=30)
+    built = os.path.exists(os.path.join(ROOT, "build", "guest", "siw", "siw.ko"))
+    if rc != 0 and rxe.where == "guest" and built:
+        pytest.fail("the guest image has siw.ko but the guest has no siw0 (guest-images/agent.sh): " + out)
     if rc != 0:
-        pytest.skip("no siw0 where the suite runs (%s): the guest makes it, a host need not" % rxe.where)
+        pytest.skip("no siw0 where the suite runs (%s): %s" % (
+            rxe.where, "the guest image was built without siw.ko (guest-images/build.sh said why)"
+            if rxe.where == "guest" else "the guest makes it, a host need not"))
     assert "ACTIVE" in out, "siw0 is not ACTIVE: " + out
     return rxe
 
