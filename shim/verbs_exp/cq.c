@@ -49,14 +49,20 @@ static int vexp_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
 	struct vexp_cq *cq = to_vcq(ibcq);
 	struct emunic_wc e[16];
-	int got = 0;
+	int got = 0, err = 0;
 
 	while (got < n) {
 		int want = n - got < 16 ? n - got : 16, k = emunic_cq_poll(cq->cq, e, want);
 
-		for (struct vexp_qp *qp = cq->mq_qps; k >= 0 && k < want && qp; qp = qp->next_mq) {
+		if (k < 0) {
+			err = k;
+			k = 0;
+		}
+		for (struct vexp_qp *qp = cq->mq_qps; k < want && qp; qp = qp->next_mq) {
 			int m = emunic_mq_poll(qp->mq, e + k, want - k);
 
+			if (m < 0)
+				err = err ? err : m;
 			for (int i = k; m > 0 && i < k + m; i++)
 				e[i].qp_num = qp->ibv.qp_num;
 			k += m > 0 ? m : 0;
@@ -69,7 +75,9 @@ static int vexp_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		if (k < want)
 			break;
 	}
-	return got;
+	/* ibv_poll_cq: a negative value when polling failed (what was
+	 * found before the failure is returned first, the failure next time). */
+	return got ? got : err;
 }
 
 struct ibv_cq *ibv_exp_create_cq(struct ibv_context *context, int cqe, void *cq_context,
