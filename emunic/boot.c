@@ -7,6 +7,7 @@
  */
 #include "emunic/boot.h"
 #include "emunic/boot_wire.h"
+#include "emunic/base/base.h"
 #include "emunic/base/log.h"
 
 #include <errno.h>
@@ -14,22 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int env_int(const char *name, int lo, int hi, int *out)
-{
-	const char *s = getenv(name);
-	char *end;
-	long v;
-
-	if (!s || !*s)
-		return -ENOENT;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || *end || v < lo || v > hi)
-		return -EINVAL;
-	*out = (int)v;
-	return 0;
-}
 
 static int launcher_allgather(struct emunic_boot *b, const void *in, size_t len, void *out)
 {
@@ -126,8 +111,8 @@ static int launcher_init(struct emunic_boot *b, const char *addr)
 {
 	int r;
 
-	if (env_int("EMUNIC_SIZE", 1, 1 << 20, &b->size) ||
-	    env_int("EMUNIC_RANK", 0, b->size - 1, &b->rank))
+	if (emunic_env_int("EMUNIC_SIZE", 1, 1 << 20, &b->size) ||
+	    emunic_env_int("EMUNIC_RANK", 0, b->size - 1, &b->rank))
 		return emunic_err(-EINVAL, "bootstrap: EMUNIC_BOOT_ADDR is set but EMUNIC_RANK/EMUNIC_SIZE "
 				  "are missing or out of range; start ranks with emunic-run");
 	emunic_log_set_rank(b->rank);
@@ -153,7 +138,7 @@ int emunic_boot_init(struct emunic_boot **out)
 	if (!b)
 		return -ENOMEM;
 	b->fd = -1;
-	if (env_int("EMUNIC_BOOT_TIMEOUT", 1, INT_MAX / 1000, &secs) == -EINVAL)
+	if (emunic_env_int("EMUNIC_BOOT_TIMEOUT", 1, INT_MAX / 1000, &secs) == -EINVAL)
 		emunic_info("bootstrap: ignoring bad EMUNIC_BOOT_TIMEOUT (want whole seconds)");
 	b->timeout_ms = secs * 1000;
 	if (addr && *addr) {

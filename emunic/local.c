@@ -6,27 +6,10 @@
  * of their threads.  A leaf: the bootstraps and the device call it.
  */
 #include <emunic.h>
+#include "emunic/base/base.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <stdatomic.h>
-#include <stdlib.h>
-
-static int env_int(const char *name, int lo, int *out)
-{
-	const char *s = getenv(name);
-	char *end;
-	long v;
-
-	if (!s || !*s)
-		return -ENOENT;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || *end || v < lo || v > INT_MAX)
-		return -EINVAL;
-	*out = (int)v;
-	return 0;
-}
 
 static _Atomic int local_rank = -1, local_size = -1;
 
@@ -42,7 +25,7 @@ int emunic_local_rank(void)
 {
 	int v;
 
-	if (env_int("EMUNIC_LOCAL_RANK", 0, &v) == 0)
+	if (emunic_env_int("EMUNIC_LOCAL_RANK", 0, INT_MAX, &v) == 0)
 		return v;
 	v = atomic_load(&local_rank);
 	return v < 0 ? 0 : v;
@@ -52,7 +35,7 @@ int emunic_local_size(void)
 {
 	int v;
 
-	if (env_int("EMUNIC_LOCAL_SIZE", 1, &v) == 0)
+	if (emunic_env_int("EMUNIC_LOCAL_SIZE", 1, INT_MAX, &v) == 0)
 		return v;
 	v = atomic_load(&local_size);
 	return v < 0 ? 0 : v;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The leaf helpers every part of the emulated NIC shares: the one clock,
- * futex waits, and wait words.  Nothing here knows about devices.
+ * futex waits, wait words, and checked integers from the environment.  Nothing here knows about devices.
  */
 #ifndef EMUNIC_BASE_H
 #define EMUNIC_BASE_H
@@ -9,6 +9,10 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+/* $name as an int in [lo, hi]: 0, -ENOENT (unset or empty), -EINVAL (not
+ * a whole number in range). */
+int emunic_env_int(const char *name, int lo, int hi, int *out);
 
 /* CLOCK_MONOTONIC in nanoseconds: the one clock of emunic. */
 uint64_t emunic_now_ns(void);
