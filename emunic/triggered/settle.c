@@ -50,6 +50,8 @@ int trig_settle(struct emunic_dev *d)
 			struct trig *x = ct->pending;
 
 			ct->pending = x->next;
+			if (!ct->pending)
+				ct->pending_tail = NULL;
 			x->next = NULL;
 			atomic_fetch_sub(&t->used, 1);
 			EMUNIC_TL(TL_TRIG_FIRED, TL_TRACK_CT, NIC_HANDLE_INDEX(ct->o.handle), x->peer, x->user,
@@ -77,12 +79,18 @@ void trig_on_cmd(struct emunic_dev *d, const struct nic_cmd *c)
 		trig_finish(d, x, EMUNIC_WC_CANCELED);	/* freed before it arrived */
 		return;
 	}
-	/* A linear walk: lists are short, or posted in rising order (then
-	 * this is the cost of one pass over the pending ones). */
-	for (pp = &on->pending; *pp && (*pp)->threshold <= x->threshold; pp = &(*pp)->next)
-		;
+	/* Thresholds are mostly posted rising (a pipeline, a game of puts):
+	 * those append at the tail; only an earlier threshold walks. */
+	if (!on->pending_tail || on->pending_tail->threshold <= x->threshold) {
+		pp = on->pending_tail ? &on->pending_tail->next : &on->pending;
+	} else {
+		for (pp = &on->pending; (*pp)->threshold <= x->threshold; pp = &(*pp)->next)
+			;
+	}
 	x->next = *pp;
 	*pp = x;
+	if (!x->next)
+		on->pending_tail = x;
 	trig_ct_changed(d, on);		/* a threshold already met fires at once */
 	trig_settle(d);
 }
@@ -96,6 +104,8 @@ static unsigned fail_pending(struct emunic_dev *d, struct emunic_ct *ct)
 		struct trig *x = ct->pending;
 
 		ct->pending = x->next;
+		if (!ct->pending)
+			ct->pending_tail = NULL;
 		atomic_fetch_sub(&d->trig->used, 1);
 		trig_finish(d, x, EMUNIC_WC_CANCELED);
 		n++;

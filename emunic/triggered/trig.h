@@ -56,6 +56,7 @@ struct emunic_ct {
 	struct emunic_word word;	/* bumped when it changes */
 	/* engine */
 	struct trig *pending;		/* by threshold, ties in posting order */
+	struct trig *pending_tail;	/* its last: rising posts append in O(1) */
 	struct emunic_ct *dirty_next;	/* changed since its triggers were checked */
 	bool dirty;
 };
