@@ -21,6 +21,8 @@ CHECKS = {
     "close_inflight": "closing the device with work in flight cancels it and returns",
     "wait_error": "a failed completion counted by an unsignaled WAIT surfaces on the MQ with its status",
     "wait_before_failure": "a WAIT met by the successes before a failure succeeds; one counting it fails",
+    "wait_next": "a list posted EMUNIC_POST_WAIT_NEXT whose wait never comes still runs (the core); "
+                 "unknown post flags are EINVAL",
 }
 
 

@@ -266,7 +266,7 @@ static void commit(struct emunic_mq *mq, struct shadow *sh, unsigned nsh, const 
 	}
 }
 
-int emunic_mq_post(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned n)
+int emunic_mq_post_flags(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned n, unsigned flags)
 {
 	struct shadow sstack[POST_STACK + 1], *sh = sstack;
 	struct emunic_dev *d;
@@ -277,6 +277,9 @@ int emunic_mq_post(struct emunic_mq *mq, const struct emunic_task *tasks, unsign
 		return emunic_err(-EINVAL, "emunic_mq_post: not a live MQ");
 	if (!tasks || n == 0)
 		return emunic_err(-EINVAL, "mq %p: empty task list; nothing was posted", (void *)mq);
+	if (flags & ~EMUNIC_POST_WAIT_NEXT)
+		return emunic_err(-EINVAL, "mq %p: unknown post flags 0x%x; nothing was posted", (void *)mq,
+				  flags & ~EMUNIC_POST_WAIT_NEXT);
 	d = mq->o.dev;
 	if (n > d->attr.list_tasks)
 		return emunic_err(-E2BIG, "mq %p: a task list of %u tasks is longer than the device's limit of %u "
@@ -309,6 +312,11 @@ int emunic_mq_post(struct emunic_mq *mq, const struct emunic_task *tasks, unsign
 	if (sh != sstack)
 		free(sh);
 	if (!r)
-		nic_submitted(d);
+		nic_submitted(d, flags & EMUNIC_POST_WAIT_NEXT);
 	return r;
+}
+
+int emunic_mq_post(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned n)
+{
+	return emunic_mq_post_flags(mq, tasks, n, 0);
 }

@@ -358,8 +358,10 @@ void nic_objtab_fini(struct nic_objtab *t);
 /* Control commands wait (bounded) for ring room rather than fail. */
 int nic_send_cmd(struct emunic_dev *d, uint16_t type, uint8_t op, uint32_t obj, uint32_t aux);
 /* The app published commands: run them now if the engine is free, else
- * make sure whoever runs it does. */
-void nic_submitted(struct emunic_dev *d);
+ * make sure whoever runs it does.  wait_next: the caller waits on d right
+ * after (EMUNIC_POST_WAIT_NEXT), so it leaves as an assisting thread does,
+ * without handing the engine over to the core. */
+void nic_submitted(struct emunic_dev *d, bool wait_next);
 
 /* ---- owner.c: the ownership token --------------------------------------------------- */
 

@@ -147,13 +147,13 @@ int nic_send_cmd(struct emunic_dev *d, uint16_t type, uint8_t op, uint32_t obj, 
 			t0 = emunic_now_ns();
 		else if (emunic_now_ns() - t0 > 1000 * EMUNIC_NS_PER_MS)
 			return emunic_err(-ENOSPC, "command ring full for 1 s: is the engine stuck?");
-		nic_submitted(d);	/* drain it ourselves if we can */
+		nic_submitted(d, false);	/* drain it ourselves if we can */
 	}
-	nic_submitted(d);
+	nic_submitted(d, false);
 	return 0;
 }
 
-void nic_submitted(struct emunic_dev *d)
+void nic_submitted(struct emunic_dev *d, bool wait_next)
 {
 	if (nic_owned(d)) {		/* posted from inside the engine (a handler) */
 		nic_kick(d);
@@ -164,7 +164,15 @@ void nic_submitted(struct emunic_dev *d)
 		return;			/* the holder runs it (it sees the kick) */
 	atomic_store_explicit(&d->kick, 0, memory_order_relaxed);
 	nic_pass(d);
-	nic_unown(d);			/* hands over to the core what is left */
+	if (!wait_next) {
+		nic_unown(d);		/* hands over to the core what is left */
+		return;
+	}
+	/* Leaves as an assisting waiter would: its wait is next, and hands
+	 * over when it ends (assist.c). */
+	atomic_fetch_add(&d->assisting, 1);
+	nic_unown(d);
+	atomic_fetch_sub(&d->assisting, 1);
 }
 
 /* ---- QPs and freeing ------------------------------------------------------------------- */

@@ -111,7 +111,7 @@ static int ar_post(struct emunic_coll *c, const struct coll_args *a, uint64_t *s
 	if (bytes)
 		memcpy(coll_ar_buf(c, s, AR_SRC, 0), a->sbuf, bytes);
 	n = rsag ? coll_ar_rsag_list(c, a, s, &nsends) : coll_ar_rd_list(c, a, s, (uint32_t)bytes, &nsends);
-	r = emunic_mq_post(c->mq, c->task, n);
+	r = coll_mq_post(c, c->task, n);
 	if (r == -ENOSPC)
 		return r;
 	if (r)
@@ -139,7 +139,7 @@ static int ar_prepost(struct emunic_coll *c)
 	if (c->size == 1)
 		return 0;
 	coll_ar_recvs(c, &n, 1);
-	r = emunic_mq_post(c->mq, c->task, n);
+	r = coll_mq_post(c, c->task, n);
 	return r ? coll_err(c, r, "allreduce: posting the %u initial receives failed (%d)", n, r) : 0;
 }
 

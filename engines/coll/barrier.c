@@ -111,7 +111,7 @@ static int barrier_post(struct emunic_coll *c, const struct coll_args *a, uint64
 	if (c->posted - c->done >= COLL_MAX_INFLIGHT)
 		return -ENOSPC;
 	n = build_list(c, s);
-	r = emunic_mq_post(c->mq, c->task, n);
+	r = coll_mq_post(c, c->task, n);
 	if (r == -ENOSPC)
 		return r;
 	if (r)
@@ -148,7 +148,7 @@ static int barrier_prepost(struct emunic_coll *c)
 				t[n++] = (struct emunic_task){ .op = EMUNIC_TASK_RECV, .wr_id = coll_wr_id(0, p),
 							       .qp = c->peer[p].qp };
 		}
-	r = emunic_mq_post(c->mq, t, n);
+	r = coll_mq_post(c, t, n);
 	free(t);
 	if (r)
 		return coll_err(c, r, "posting the %u initial receives failed (%d)", n, r);

@@ -215,7 +215,7 @@ static int bc_post(struct emunic_coll *c, const struct coll_args *a, uint64_t *s
 		memcpy(slot_mem(bc, s), a->sbuf, a->count);
 	build_list(c, &n, &next, slot_mem(bc, s), nchild, &nsends);
 	c->task[n - 1].flags |= EMUNIC_TASK_SIGNAL;
-	r = emunic_mq_post(c->mq, c->task, n);
+	r = coll_mq_post(c, c->task, n);
 	if (r == -ENOSPC)
 		return r;
 	if (r)

@@ -105,6 +105,7 @@ struct emunic_coll {
 	int err;			/* first failure; barriers from err_seq on fail */
 	uint64_t err_seq;
 	int nreq;			/* requests handed out, not yet waited */
+	bool wait_next;			/* a blocking call posts: its wait follows */
 	struct coll_ar *ar;		/* allreduce.c's state */
 	struct coll_bc *bc;		/* bcast.c's state */
 	struct coll_xg *xg;		/* exchange.c's state */
@@ -148,6 +149,9 @@ const char *coll_kind_str(enum emunic_coll_kind k);
  * to a collective, so the effect is one list's).  -ENOSPC only when nothing
  * was posted (retry); a later list waits for room within the bound, and if
  * it still fails, seq and every later operation fail with -EIO. */
+/* Every list of the engine goes to the MQ through this: a blocking
+ * call's (c->wait_next) with EMUNIC_POST_WAIT_NEXT. */
+int coll_mq_post(struct emunic_coll *c, const struct emunic_task *t, unsigned n);
 int coll_post_lists(struct emunic_coll *c, unsigned n, uint64_t seq);
 /* The fence of struct coll_alg: a WAIT for every send posted so far. */
 int coll_send_fence(struct emunic_coll *c, uint64_t *seq);

@@ -109,6 +109,11 @@ const char *coll_kind_str(enum emunic_coll_kind k)
 	       k == EMUNIC_COLL_ALLGATHER ? "allgather" : k == EMUNIC_COLL_GATHER ? "gather" : "?";
 }
 
+int coll_mq_post(struct emunic_coll *c, const struct emunic_task *t, unsigned n)
+{
+	return emunic_mq_post_flags(c->mq, t, n, c->wait_next ? EMUNIC_POST_WAIT_NEXT : 0);
+}
+
 int coll_post_lists(struct emunic_coll *c, unsigned n, uint64_t seq)
 {
 	unsigned lim = emunic_dev_list_tasks(c->dev), at = 0;
@@ -116,7 +121,7 @@ int coll_post_lists(struct emunic_coll *c, unsigned n, uint64_t seq)
 
 	while (at < n) {
 		unsigned k = n - at < lim ? n - at : lim;
-		int r = emunic_mq_post(c->mq, c->task + at, k);
+		int r = coll_mq_post(c, c->task + at, k);
 
 		if (r == -ENOSPC && at) {
 			/* Part of it runs already: the rest must follow.  The
@@ -160,7 +165,7 @@ int coll_send_fence(struct emunic_coll *c, uint64_t *seq)
 		*seq = 0;
 		return 0;
 	}
-	r = emunic_mq_post(c->mq, &t, 1);
+	r = coll_mq_post(c, &t, 1);
 	if (r)
 		return coll_err(c, r, "posting the teardown fence failed (%d)", r);
 	c->posted = s;

@@ -54,8 +54,11 @@ static int post_blocking(struct emunic_coll *c, const struct coll_args *a, uint6
 static int post_wait(struct emunic_coll *c, const struct coll_args *a)
 {
 	uint64_t seq;
-	int r = post_blocking(c, a, &seq);
+	int r;
 
+	c->wait_next = true;
+	r = post_blocking(c, a, &seq);
+	c->wait_next = false;
 	return r ? r : coll_wait_seq(c, seq, coll_timeout(c));
 }
 

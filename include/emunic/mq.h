@@ -274,6 +274,15 @@ int emunic_mq_destroy(struct emunic_mq *mq);
  * -EOPNOTSUPP (a WRITE_IMM or FETCH_ADD the device cannot carry, see
  * emunic_dev_lacks; nothing posted). */
 int emunic_mq_post(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned n);
+/* Flags of emunic_mq_post_flags. */
+#define EMUNIC_POST_WAIT_NEXT (1u << 0)
+/* As emunic_mq_post.  EMUNIC_POST_WAIT_NEXT: the calling thread waits on
+ * this device right after (a blocking call's post, as io_uring's
+ * submit-and-wait): the engine is left to that wait, which runs it, instead
+ * of being handed over to the progress core in between (no timer set and
+ * pushed out again for each list).  A caller that does not wait after all
+ * still gets progress, from the core's periodic look: late, never stuck. */
+int emunic_mq_post_flags(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned n, unsigned flags);
 /* Up to n MQ completions (SIGNAL tasks); returns how many. */
 int emunic_mq_poll(struct emunic_mq *mq, struct emunic_wc *wc, int n);
 /* One MQ completion, waiting at most timeout_ms (< 0: forever); -ETIMEDOUT. */

@@ -536,6 +536,43 @@ static void t_list_limit(void)
 	sync_ranks();
 }
 
+/* EMUNIC_POST_WAIT_NEXT promises a wait that here never comes: rank 0
+ * posts RECV, a held SEND, WAIT(rcq, 1) and SEND_EN, then only sleeps (no
+ * emunic call).  Its progress core must still see rank 1's send arrive and
+ * enable the reply, well before rank 0 wakes: late, never stuck.  An
+ * unknown flag is EINVAL and posts nothing. */
+static void t_wait_next(void)
+{
+	struct emunic_task l[4];
+	struct timespec t0, t1;
+	long el;
+
+	setup(T->rank == 0 ? EMUNIC_QP_MANAGED_SEND : 0, 7);
+	if (T->rank == 0) {
+		l[0] = data(EMUNIC_TASK_RECV, 0);
+		CHECK(emunic_mq_post_flags(T->mq, l, 1, 1u << 7) == -EINVAL, "an unknown post flag accepted");
+		l[1] = data(EMUNIC_TASK_SEND, 1);
+		l[2] = ctl(EMUNIC_TASK_WAIT, 1, 0);
+		l[3] = ctl(EMUNIC_TASK_SEND_EN, 1, 0);
+		CHECK(!emunic_mq_post_flags(T->mq, l, 4, EMUNIC_POST_WAIT_NEXT), "post with EMUNIC_POST_WAIT_NEXT");
+	} else {
+		recvs(1);
+	}
+	sync_ranks();
+	if (T->rank == 0) {
+		ms(4000);
+		CHECK(emunic_cq_count(T->rcq) == 1, "rank 1's send not counted (the unknown-flag post posted?)");
+	} else {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		post1(data(EMUNIC_TASK_SEND, 0));
+		CHECK(await(T->rcq, 1) == 1, "rank 0's reply never came: a WAIT_NEXT post without its wait is stuck");
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		el = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+		CHECK(el < 3000, "rank 0's reply took %ld ms: it waited for rank 0 to wake (4 s), not its core", el);
+	}
+	sync_ranks();
+}
+
 /* needs: what the device must carry (emunic_dev_lacks); a device that
  * lacks it (siw: no RNR, its untaken send ends the connection instead)
  * skips the check with the reason, rather than pass or fail it untested. */
@@ -547,7 +584,7 @@ static const struct { const char *name; void (*fn)(void); unsigned needs; } chec
 	{ "rnr", t_rnr, EMUNIC_LACKS_RNR },
 	{ "wait_error", t_wait_error, EMUNIC_LACKS_RNR }, { "close_inflight", t_close_inflight, 0 },
 	{ "invalid", t_invalid, 0 }, { "list_limit", t_list_limit, 0 },
-	{ "wait_before_failure", t_wait_before_failure, EMUNIC_LACKS_RNR },
+	{ "wait_before_failure", t_wait_before_failure, EMUNIC_LACKS_RNR }, { "wait_next", t_wait_next, 0 },
 };
 
 int main(int argc, char **argv)

@@ -11,12 +11,12 @@
  * before and dumped after the measured part (CALLGRIND_ZERO_STATS,
  * CALLGRIND_DUMP_STATS_AT):
  *  1. N blocking MQ barriers at 2 ranks, each one 4-task list (RECV,
- *     WRITE_IMM, SEND_EN, WAIT) given to emunic_mq_post;
+ *     WRITE_IMM, SEND_EN, WAIT) given to emunic_mq_post_flags (EMUNIC_POST_WAIT_NEXT, as a blocking barrier posts);
  *  2. one hot-potato game (potato.c): R triggered puts a rank, each fired
  *     by the other's arriving.
  * and rank 0 reads its dumps (the callgrind format: fn=, cfn=, calls= and
  * cost lines; see parse()) for:
- *  - the app side of a post: emunic_mq_post's inclusive count less the
+ *  - the app side of a post: emunic_mq_post_flags's inclusive count less the
  *    engine passes it ran itself when the engine was free (nic_pass under
  *    nic_submitted, directly or in nic_unown's extra rounds), a list;
  *  - the engine: nic_pass's inclusive count in every thread (the core's and
@@ -55,7 +55,7 @@ struct instr_opts {
 
 enum { F_MQ_POST, F_SUBMITTED, F_PASS, F_POST_SEND, F_POST_RECV, F_POLL, F_N };
 static const char *const fn_names[F_N] = {
-	"emunic_mq_post", "nic_submitted", "nic_pass", "emulated_post_send", "emulated_post_recv",
+	"emunic_mq_post_flags", "nic_submitted", "nic_pass", "emulated_post_send", "emulated_post_recv",
 	"emulated_poll_cq",
 };
 
@@ -227,14 +227,14 @@ static int report(struct bench *b, const struct instr_opts *o, const char *dir, 
 		return r;
 	lists = (double)mq.calls[F_MQ_POST];
 	if (lists < o->lists)
-		return bench_err(b, -ENODATA, "callgrind counted %.0f calls of emunic_mq_post for %d barriers", lists,
+		return bench_err(b, -ENODATA, "callgrind counted %.0f calls of emunic_mq_post_flags for %d barriers", lists,
 				 o->lists);
 	tasks = 4.0 * lists;
 	puts = o->rounds;
 	post_all = (double)incl(&mq, F_MQ_POST) / lists;
 	if (mq.inline_pass > incl(&mq, F_MQ_POST))
 		return bench_err(b, -ENODATA, "callgrind's dump counts more passes under nic_submitted than in "
-				 "emunic_mq_post: a poster other than emunic_mq_post ran in the measured part");
+				 "emunic_mq_post_flags: a poster other than it ran in the measured part");
 	post_app = (double)(incl(&mq, F_MQ_POST) - mq.inline_pass) / lists;
 	mq_post = (double)(incl(&mq, F_POST_SEND) + incl(&mq, F_POST_RECV)) / tasks;
 	mq_poll = (double)incl(&mq, F_POLL) / tasks;
@@ -256,7 +256,7 @@ static int report(struct bench *b, const struct instr_opts *o, const char *dir, 
 	printf("\nemunic-bench instr: instructions counted by callgrind, rank 0, measured parts only\n"
 	       "  device       %s, 2 ranks\n"
 	       "  mq           %d blocking barriers, each one 4-task list (RECV, WRITE_IMM, SEND_EN,\n"
-	       "               WAIT) posted with emunic_mq_post; %llu engine passes\n"
+	       "               WAIT) posted with emunic_mq_post_flags; %llu engine passes\n"
 	       "  triggered    one hot-potato game: %d puts a rank, each fired by the other's\n"
 	       "               arriving; %llu engine passes\n"
 	       "  engine       nic_pass in every thread (core and waiting app), less the verbs\n"
