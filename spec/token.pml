@@ -151,6 +151,13 @@ inline engine(n)
 	:: len(ring) > 0 -> ring?id; vq!id; inflight++; n++
 	:: else -> break
 	od;
+	poll(n)
+}
+
+/* verbs.c nic_verbs_poll: completions to their waiters (the second half of
+ * a pass; alone, the core's look after arming) */
+inline poll(n)
+{
 	do
 	:: len(vcq) > 0 -> vcq?id; inflight--; done[id] = 1; n++;
 #ifdef MUT_BUMP
@@ -344,16 +351,17 @@ inline core_sleep()
 	fi
 }
 
-/* thread.c:159-174, under the token: arm the completion channel if work
- * waits for a completion and no app thread polls, run a pass for what came
- * before the arming, set the timer.  One step: what others do meanwhile (a
+/* thread.c:160-178, under the token: arm the completion channel if work
+ * waits for a completion and no app thread polls, poll for what came
+ * before the arming (a command posted meanwhile kicked: unown runs it),
+ * set the timer.  One step: what others do meanwhile (a
  * post, a waiter leaving) acts as if done just after it. */
 inline prepare_sleep(n)
 {
 	atomic {
 		n = 0;
 		if
-		:: !armed && assisting == 0 && pending -> armed = 1; engine(n)
+		:: !armed && assisting == 0 && pending -> armed = 1; poll(n)
 		:: else
 		fi;
 		if
@@ -365,7 +373,7 @@ inline prepare_sleep(n)
 	engine_late()
 }
 
-/* thread.c:236-289 */
+/* thread.c:239-297 */
 proctype core()
 {
 	bit ok, uok, k, nap, assisted, urgent;
