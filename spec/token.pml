@@ -265,7 +265,9 @@ inline hand_over()
 	:: assisted && !wake_urgent -> skip
 	:: else ->
 		if
-		:: !assisted && pending -> want = SOON; urgent = 1
+		/* owner.c: only work a completion must move is urgent (the ring's,
+		 * here); work merely in verbs is collected lazily */
+		:: !assisted && len(ring) > 0 -> want = SOON; urgent = 1
 		:: else ->
 			urgent = 0;
 			if

@@ -23,6 +23,7 @@ CHECKS = {
     "wait_before_failure": "a WAIT met by the successes before a failure succeeds; one counting it fails",
     "wait_next": "a list posted EMUNIC_POST_WAIT_NEXT whose wait never comes still runs (the core); "
                  "unknown post flags are EINVAL",
+    "quiet_handover": "a blocking post/wait loop does not set the progress core's timer each round",
 }
 
 

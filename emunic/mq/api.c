@@ -38,13 +38,11 @@ int emunic_cq_destroy(struct emunic_cq *cq)
 	return nic_obj_destroy(cq ? &cq->o : NULL, "cq");
 }
 
-int emunic_cq_poll(struct emunic_cq *cq, struct emunic_wc *wc, int n)
+static int cq_take(struct emunic_cq *cq, struct emunic_wc *wc, int n)
 {
 	int got = 0;
 	struct cq_entry *e;
 
-	if (!cq || !wc || n < 0 || atomic_load(&cq->o.dead))
-		return -EINVAL;
 	while (got < n && (e = emunic_ring_peek(&cq->wc))) {
 		/* A WAIT posted after this completion was queued counts it:
 		 * it is the WAIT's, whichever came first. */
@@ -52,6 +50,20 @@ int emunic_cq_poll(struct emunic_cq *cq, struct emunic_wc *wc, int n)
 			wc[got++] = e->wc;
 		emunic_ring_pop(&cq->wc);
 	}
+	return got;
+}
+
+int emunic_cq_poll(struct emunic_cq *cq, struct emunic_wc *wc, int n)
+{
+	int got;
+
+	if (!cq || !wc || n < 0 || atomic_load(&cq->o.dead))
+		return -EINVAL;
+	got = cq_take(cq, wc, n);
+	/* Nothing yet: the poller runs the engine once if it is free, so a
+	 * polling app sees its completions as a waiting one does. */
+	if (!got && n && nic_poll_assist(cq->o.dev))
+		got = cq_take(cq, wc, n);
 	return got;
 }
 
@@ -94,17 +106,27 @@ int emunic_mq_destroy(struct emunic_mq *mq)
 	return nic_obj_destroy(mq ? &mq->o : NULL, "mq");
 }
 
-int emunic_mq_poll(struct emunic_mq *mq, struct emunic_wc *wc, int n)
+static int mq_take(struct emunic_mq *mq, struct emunic_wc *wc, int n)
 {
 	int got = 0;
 	void *e;
 
-	if (!mq || !wc || n < 0 || atomic_load(&mq->o.dead))
-		return -EINVAL;
 	while (got < n && (e = emunic_ring_peek(&mq->wc))) {
 		memcpy(&wc[got++], e, sizeof(*wc));
 		emunic_ring_pop(&mq->wc);
 	}
+	return got;
+}
+
+int emunic_mq_poll(struct emunic_mq *mq, struct emunic_wc *wc, int n)
+{
+	int got;
+
+	if (!mq || !wc || n < 0 || atomic_load(&mq->o.dead))
+		return -EINVAL;
+	got = mq_take(mq, wc, n);
+	if (!got && n && nic_poll_assist(mq->o.dev))	/* as emunic_cq_poll */
+		got = mq_take(mq, wc, n);
 	return got;
 }
 
@@ -124,9 +146,8 @@ int emunic_mq_wait(struct emunic_mq *mq, struct emunic_wc *wc, int timeout_ms)
 		return -EINVAL;
 	w = &mq->word;
 	for (;;) {
-		r = emunic_mq_poll(mq, wc, 1);
-		if (r)
-			return r < 0 ? r : 0;
+		if (mq_take(mq, wc, 1))		/* no poll's pass: the wait runs them */
+			return 0;
 		r = nic_wait(mq->o.dev, &w, 1, mq_has, mq, timeout_ms);
 		if (r)
 			return r;

@@ -56,14 +56,19 @@ uint64_t nic_next_due_ns(struct emunic_dev *d)
 	return due;
 }
 
-bool nic_pending(struct emunic_dev *d)
+bool nic_urgent(struct emunic_dev *d)
 {
-	if (d->inflight || !emunic_ring_empty(&d->cmd))
+	if (d->stalled || !emunic_ring_empty(&d->cmd))
 		return true;
 	for (unsigned i = 0; i < d->nunits; i++)
 		if (d->unit[i]->pending && d->unit[i]->pending(d))
 			return true;
 	return false;
+}
+
+bool nic_pending(struct emunic_dev *d)
+{
+	return d->inflight || nic_urgent(d);
 }
 
 void nic_cancel_all(struct emunic_dev *d)

@@ -170,6 +170,7 @@ struct emunic_qp {
 	uint64_t sq_unsignaled;		/* handed to verbs since the last signaled one */
 	bool flushing;			/* what verbs holds was completed by emunic */
 	bool ready;			/* in the device's ready list */
+	bool stalled;			/* released work waits for verbs room (a completion) */
 	struct emunic_qp *ready_next;
 	/* TRIGGERED: receives kept posted for arrivals, counted per connection */
 	bool arrivals;
@@ -305,6 +306,7 @@ struct emunic_dev {
 	struct obj *objs[OBJ_KINDS];	/* linked objects by kind */
 	struct emunic_qp *ready, *ready_tail;	/* QPs with work to hand to verbs */
 	unsigned inflight;		/* tasks in verbs, all QPs */
+	unsigned stalled;		/* QPs stalled (above) */
 	const struct nic_unit *unit[NIC_MAX_UNITS];
 	unsigned nunits;
 	nic_cmd_fn on_cmd[NIC_CMD_TYPES];
@@ -390,6 +392,13 @@ int nic_pass(struct emunic_dev *d);
 uint64_t nic_next_due_ns(struct emunic_dev *d);
 /* Work is pending that only a completion (or arrival) can move. */
 bool nic_pending(struct emunic_dev *d);
+/* ... and the completion is awaited: commands, a unit's work, a QP stalled
+ * for verbs room.  Work merely in verbs is not: its completions are polled
+ * by whoever polls or waits, or lazily (owner.c). */
+bool nic_urgent(struct emunic_dev *d);
+/* An app poll that found nothing: one pass if the engine is free (as
+ * ibv_poll_cq reads what the HCA wrote).  True when it did anything. */
+bool nic_poll_assist(struct emunic_dev *d);
 /* Device closing: every unit fails what cannot finish. */
 void nic_cancel_all(struct emunic_dev *d);
 void nic_release_obj(struct emunic_dev *d, struct obj *o);

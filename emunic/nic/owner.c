@@ -10,10 +10,12 @@
  * requester gets the token.
  *
  * An application thread that gives the token back hands the engine over to
- * the core thread: if work is left that only a completion can move, the
- * core's timer is set to wake it shortly (the application usually comes
- * back first, to wait, and then the core never wakes); completions nobody
- * waits for are collected within LAZY; a unit's deadline sets the timer too.
+ * the core thread: if work is left that a completion must move (a unit's,
+ * a QP stalled for verbs room), the core's timer is set to wake it shortly
+ * (the application usually comes back first, to wait, and then the core
+ * never wakes); work merely in verbs is found by the app's own poll or wait
+ * (nic_poll_assist, assist.c), else collected within LAZY; a unit's
+ * deadline sets the timer too.
  */
 #include "emunic/nic/nic.h"
 
@@ -21,6 +23,7 @@
 
 #define UNOWN_ROUNDS 4			/* extra passes a leaving holder runs for others */
 #define LAZY_NS (10 * EMUNIC_NS_PER_MS)
+#define SAFETY_NS (1000 * EMUNIC_NS_PER_MS)	/* as the core's own periodic look */
 
 static _Thread_local const struct emunic_dev *owner_of;
 static _Thread_local bool handlers_ok, is_core;
@@ -63,8 +66,15 @@ static void hand_over(struct emunic_dev *d)
 	uint64_t now, want, cur;
 	bool urgent = false;
 
-	if (assisted && !d->wake_urgent && !atomic_load(&d->need_core))
+	if (assisted && !d->wake_urgent && !atomic_load(&d->need_core)) {
+		/* The assisting thread hands over when it leaves.  Should it
+		 * never leave (an EMUNIC_POST_WAIT_NEXT poster that does not
+		 * wait), a core asleep with no timer (it slept while this
+		 * thread held the token) still looks within SAFETY. */
+		if (atomic_load(&d->wake_ns) == UINT64_MAX)
+			nic_set_wake(d, emunic_now_ns() + SAFETY_NS);
 		return;
+	}
 	now = emunic_now_ns();
 	want = nic_next_due_ns(d);
 	cur = atomic_load(&d->wake_ns);
@@ -73,7 +83,7 @@ static void hand_over(struct emunic_dev *d)
 	if (atomic_load(&d->need_core)) {
 		want = now;
 		urgent = true;
-	} else if (!assisted && nic_pending(d)) {
+	} else if (!assisted && nic_urgent(d)) {
 		if (now + handover_ns() < want)
 			want = now + handover_ns();
 		urgent = true;
@@ -89,10 +99,12 @@ static void hand_over(struct emunic_dev *d)
 	}
 }
 
-bool nic_unown(struct emunic_dev *d)
+/* idle: the holder changed nothing, so the hand-over whoever left the
+ * work made still stands (only a kick's extra pass needs a new one). */
+static bool unown(struct emunic_dev *d, bool idle)
 {
 	for (int round = 0;; round++) {
-		if (!is_core)
+		if (!is_core && !(idle && round == 0))
 			hand_over(d);
 		owner_of = NULL;
 		atomic_store_explicit(&d->held, 0, memory_order_release);
@@ -108,6 +120,27 @@ bool nic_unown(struct emunic_dev *d)
 		atomic_store_explicit(&d->kick, 0, memory_order_relaxed);
 		nic_pass(d);
 	}
+}
+
+bool nic_unown(struct emunic_dev *d)
+{
+	return unown(d, false);
+}
+
+bool nic_poll_assist(struct emunic_dev *d)
+{
+	int n;
+
+	if (nic_owned(d) || !nic_own(d))
+		return false;		/* the holder polls */
+	/* Urgent work already has its hand-over (the core's timer), and a
+	 * blocking call's wait runs it: a poll runs a pass only for work
+	 * merely in verbs, which nobody else would collect soon. */
+	if (!d->inflight || nic_urgent(d))
+		return unown(d, true);
+	atomic_store_explicit(&d->kick, 0, memory_order_relaxed);
+	n = nic_pass(d);
+	return nic_unown(d) || n > 0;
 }
 
 void nic_kick(struct emunic_dev *d)

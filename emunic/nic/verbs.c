@@ -48,6 +48,32 @@ static int post_recv(struct emunic_dev *d, struct ibv_qp *qp, struct ibv_recv_wr
 
 /* ---- queueing ------------------------------------------------------------------- */
 
+/* Up to where a queue's tasks may go to verbs: an enable's, or all. */
+static uint64_t released_of(const struct emunic_qp *qp, bool recv)
+{
+	return (qp->attr.flags & (recv ? EMUNIC_QP_MANAGED_RECV : EMUNIC_QP_MANAGED_SEND))
+		       ? (recv ? qp->rq_enabled : qp->sq_enabled) : UINT64_MAX;
+}
+
+/* Released work left after a push waits for a completion to make room:
+ * the device counts such QPs, as only they make a completion urgent
+ * (owner.c's hand-over; work merely in verbs is collected lazily). */
+static void set_stalled(struct emunic_dev *d, struct emunic_qp *qp, bool stalled)
+{
+	if (qp->stalled != stalled) {
+		qp->stalled = stalled;
+		d->stalled += stalled ? 1u : -1u;
+	}
+}
+
+static bool unpushed(const struct emunic_qp *qp, bool recv)
+{
+	const struct nic_fifo *f = recv ? &qp->rq : &qp->sq;
+	uint64_t released = released_of(qp, recv);
+
+	return f->head < f->tail && f->head < released;
+}
+
 void nic_qp_ready(struct emunic_dev *d, struct emunic_qp *qp)
 {
 	if (qp->ready)
@@ -222,6 +248,7 @@ uint64_t nic_qp_cancel(struct emunic_qp *qp)
 {
 	uint64_t n = 0;
 
+	set_stalled(qp->o.dev, qp, false);	/* nothing of it goes to verbs any more */
 	for (int i = 0; i < 2; i++) {
 		struct nic_fifo *f = i ? &qp->rq : &qp->sq;
 
@@ -350,8 +377,7 @@ static unsigned post_chain(struct emunic_dev *d, struct emunic_qp *qp, struct ni
 static int push_queue(struct emunic_dev *d, struct emunic_qp *qp, bool recv)
 {
 	struct nic_fifo *f = recv ? &qp->rq : &qp->sq;
-	uint64_t released = (qp->attr.flags & (recv ? EMUNIC_QP_MANAGED_RECV : EMUNIC_QP_MANAGED_SEND))
-				    ? (recv ? qp->rq_enabled : qp->sq_enabled) : UINT64_MAX;
+	uint64_t released = released_of(qp, recv);
 	struct ibv_send_wr swr[CHAIN_MAX];
 	struct ibv_recv_wr rwr[CHAIN_MAX];
 	struct ibv_sge sge[CHAIN_MAX];
@@ -451,6 +477,7 @@ int nic_verbs_push(struct emunic_dev *d)
 			 * min_rnr_timer (0.64 ms) of nothing. */
 			n += push_queue(d, qp, true);
 			n += push_queue(d, qp, false);
+			set_stalled(d, qp, unpushed(qp, true) || unpushed(qp, false));
 		}
 		qp = next;
 	}

@@ -163,7 +163,9 @@ struct emunic_rkey emunic_mr_rkey(const struct emunic_mr *mr);
 
 int emunic_cq_create(struct emunic_dev *dev, unsigned depth, unsigned flags, struct emunic_cq **out);
 int emunic_cq_destroy(struct emunic_cq *cq);
-/* Up to n completions not consumed by a WAIT; returns how many. */
+/* Up to n completions not consumed by a WAIT; returns how many.  Finding
+ * none, it runs the engine once first if no other thread does, as a wait
+ * would (work only in verbs is otherwise collected lazily). */
 int emunic_cq_poll(struct emunic_cq *cq, struct emunic_wc *wc, int n);
 /* Completions this CQ has produced so far (consumed or not). */
 uint64_t emunic_cq_count(const struct emunic_cq *cq);
@@ -283,7 +285,10 @@ int emunic_mq_post(struct emunic_mq *mq, const struct emunic_task *tasks, unsign
  * pushed out again for each list).  A caller that does not wait after all
  * still gets progress, from the core's periodic look: late, never stuck. */
 int emunic_mq_post_flags(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned n, unsigned flags);
-/* Up to n MQ completions (SIGNAL tasks); returns how many. */
+/* Up to n MQ completions (SIGNAL tasks); returns how many.  Finding none,
+ * it runs the engine once first if no other thread does (as
+ * emunic_cq_poll): a polling app sees completions as soon as a waiting
+ * one would. */
 int emunic_mq_poll(struct emunic_mq *mq, struct emunic_wc *wc, int n);
 /* One MQ completion, waiting at most timeout_ms (< 0: forever); -ETIMEDOUT. */
 int emunic_mq_wait(struct emunic_mq *mq, struct emunic_wc *wc, int timeout_ms);

@@ -573,6 +573,41 @@ static void t_wait_next(void)
 	sync_ranks();
 }
 
+/* A blocking exchange loop (each round: SEND, WAIT for the peer's, posted
+ * EMUNIC_POST_WAIT_NEXT, then emunic_mq_wait) leaves the progress core's
+ * timer alone: work merely in verbs after a wait is collected lazily, and
+ * a post whose wait follows hands nothing over, so the timer is not set
+ * and pushed out again every round (it was, twice a round, before). */
+static void t_quiet_handover(void)
+{
+	enum { ROUNDS = 200 };
+	struct emunic_dev_stats a, b;
+	struct emunic_wc wc;
+	double per;
+
+	setup(0, 7);
+	for (unsigned i = 0; i < ROUNDS; i++)
+		post1(data(EMUNIC_TASK_RECV, i % 16));
+	sync_ranks();
+	CHECK(!emunic_dev_stats(T->dev, &a), "stats");
+	for (unsigned i = 0; i < ROUNDS; i++) {
+		struct emunic_task l[2] = { data(EMUNIC_TASK_SEND, 16 + i % 16),
+					    ctl(EMUNIC_TASK_WAIT, i + 1, EMUNIC_TASK_SIGNAL) };
+		int r = emunic_mq_post_flags(T->mq, l, 2, EMUNIC_POST_WAIT_NEXT);
+
+		CHECK(!r, "round %u: post: %s", i, strerror(-r));
+		r = emunic_mq_wait(T->mq, &wc, 10000);
+		CHECK(!r && wc.status == 0, "round %u: wait: %s, status %d", i, strerror(-r), wc.status);
+	}
+	CHECK(!emunic_dev_stats(T->dev, &b), "stats");
+	per = (double)(b.timer_sets - a.timer_sets) / ROUNDS;
+	printf("emunic-mqtest: rank %d: %.2f timer sets, %.2f core wakes a round\n", T->rank, per,
+	       (double)(b.core_wakes - a.core_wakes) / ROUNDS);
+	CHECK(per < 0.5, "the core's timer was set %.2f times a round (%llu in %d rounds): hand-overs on the "
+	      "blocking path", per, (unsigned long long)(b.timer_sets - a.timer_sets), ROUNDS);
+	sync_ranks();
+}
+
 /* needs: what the device must carry (emunic_dev_lacks); a device that
  * lacks it (siw: no RNR, its untaken send ends the connection instead)
  * skips the check with the reason, rather than pass or fail it untested. */
@@ -585,6 +620,7 @@ static const struct { const char *name; void (*fn)(void); unsigned needs; } chec
 	{ "wait_error", t_wait_error, EMUNIC_LACKS_RNR }, { "close_inflight", t_close_inflight, 0 },
 	{ "invalid", t_invalid, 0 }, { "list_limit", t_list_limit, 0 },
 	{ "wait_before_failure", t_wait_before_failure, EMUNIC_LACKS_RNR }, { "wait_next", t_wait_next, 0 },
+	{ "quiet_handover", t_quiet_handover, 0 },
 };
 
 int main(int argc, char **argv)
