@@ -283,6 +283,20 @@ int emunic_mq_post(struct emunic_mq *mq, const struct emunic_task *tasks, unsign
  * pushed out again for each list).  A caller that does not wait after all
  * still gets progress, from the core's periodic look: late, never stuck. */
 int emunic_mq_post_flags(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned n, unsigned flags);
+/* Several lists, each to its own MQ, all MQs of one device, posted as one
+ * unit: checked together (an enable in lists[1] sees the sends lists[0]
+ * posts; an MQ's room counts all its lists), each ending its MQ's list as
+ * if posted alone, and published at once, in array order.  Any refusal
+ * posts nothing of any list: -EINVAL (naming the list and task; MQs of
+ * different devices too), -ENOSPC, -E2BIG (a list longer than
+ * emunic_dev_list_tasks), -EOPNOTSUPP.  Flags as emunic_mq_post_flags.
+ * emunic_mq_post_flags is the one-list case. */
+struct emunic_mq_list {
+	struct emunic_mq *mq;
+	const struct emunic_task *tasks;
+	unsigned n;
+};
+int emunic_mq_post_lists(const struct emunic_mq_list *lists, unsigned nlists, unsigned flags);
 /* Up to n MQ completions (SIGNAL tasks); returns how many. */
 int emunic_mq_poll(struct emunic_mq *mq, struct emunic_wc *wc, int n);
 /* One MQ completion, waiting at most timeout_ms (< 0: forever); -ETIMEDOUT. */
