@@ -16,16 +16,17 @@
  * The code (post time: emunic/mq/post.c; run time: emunic/mq/exec.c and
  * emunic/nic/verbs.c):
  *   - a list is checked whole against copies of the counters it changes
- *     (post.c:104-156, shadow_of 26-36) and only a valid list changes them
- *     (commit, post.c:219-256) and is published in one step under the post
- *     lock (post.c:276-297);
+ *     (check, post.c:207-256, shadow_of 41-51) and only a valid list changes
+ *     them (commit_list, commit_shadows, post.c:266-316) and is published
+ *     in one step under the post lock (post.c:366-383; several lists of
+ *     emunic_mq_post_lists likewise, as one unit: one list is modelled);
  *   - SEND_EN carries an absolute target, the QP's claimed count after it
- *     (post.c:118-128); the engine raises the QP's released count to it
+ *     (post.c:155-169); the engine raises the QP's released count to it
  *     (verbs.c:109-122) and hands sends below it to verbs (verbs.c:364-375);
- *   - WAIT carries target = base + n (post.c:145-155); the engine blocks the
+ *   - WAIT carries target = base + n (post.c:181-195); the engine blocks the
  *     MQ until the CQ's count reaches it (exec.c:180-184), and a completion
  *     re-readies the MQs blocked on that CQ (exec.c:70-76);
- *   - `covered`, the highest WAIT target posted (post.c:225-232): a
+ *   - `covered`, the highest WAIT target posted (post.c:281-287): a
  *     completion is queued for the app's poll only above it (exec.c:64-66),
  *     and the poll skips what a WAIT posted since covers (api.c:48-54).
  *
@@ -131,7 +132,7 @@ bit post_lock;
 
 /* the command ring: op, target, list, ghost (SEND_EN: spec delta; WAIT:
  * history index) */
-chan ring = [3 * NLISTS] of { byte, byte, byte, byte };	/* room for all: a full ring is -ENOSPC (post.c:277-287), not modelled */
+chan ring = [3 * NLISTS] of { byte, byte, byte, byte };	/* room for all: a full ring is -ENOSPC (post.c:369-377), not modelled */
 
 /* ---- the engine side ---- */
 chan mq = [3 * NLISTS] of { byte, byte, byte };	/* the MQ's queue: op, target, ghost */
@@ -176,7 +177,7 @@ inline spec_target(w, t)
 	gi = 0; gmax = 0
 }
 
-/* check_enable / check_wait / check_data, post.c:56-156, for task j of
+/* check_enable / check_wait / check_data, post.c:89-196, for task j of
  * list kind k, against the shadow copies; tg[j]: the command's target */
 inline check_task(k, j)
 {
@@ -221,7 +222,7 @@ inline check_task(k, j)
 #endif
 }
 
-/* commit (post.c:219-256): `covered` for each WAIT, the counters */
+/* commit_list, commit_shadows (post.c:266-316): `covered` for each WAIT, the counters */
 inline commit(k)
 {
 	j = 0;
@@ -239,7 +240,7 @@ inline commit(k)
 	wait_index = s_wi; wait_count = s_wc
 }
 
-/* the command into the ring (post.c:295); list_ok looks at the ring's
+/* the command into the ring (post.c:381); list_ok looks at the ring's
  * order, the order the engine drains it in */
 inline publish_task(k, j)
 {
@@ -335,12 +336,12 @@ inline poll_cq()
 	n = 0; poll_ok = 0
 }
 
-/* post.c:258-303 (emunic_mq_post): thread `me` posts NL lists, polling
+/* post.c:351-389 (post, for emunic_mq_post): thread `me` posts NL lists, polling
  * the CQ after each */
 proctype poster(byte me)
 {
 	byte l, k, j, op, cnt, last, lid;
-	byte s_posted, s_claimed, s_wi, s_wc;	/* the shadow (post.c:19-24) */
+	byte s_posted, s_claimed, s_wi, s_wc;	/* the shadow (post.c:22-27) */
 	byte p, r, d, nw, t, gi, gmax;
 	bit valid, err, post_ok, poll_ok, list_ok;
 	byte n;
@@ -357,7 +358,7 @@ proctype poster(byte me)
 		:: k = 3
 		fi;
 		lid = me * NL + l;
-		/* under the post lock (post.c:276-297): checked whole against
+		/* under the post lock (post.c:366-383): checked whole against
 		 * copies, then committed and published in one step, or
 		 * nothing; then the app polls the CQ (in the same step: the
 		 * property needs a completion queued before a WAIT's post and

@@ -474,7 +474,7 @@ proctype app(byte i)
 	bit ok, uok, k, assisted, urgent;
 	byte n, un, id, round, want, snap, tries, worked, late;
 
-	/* post: publish the command (mq/post.c:295), then nic_submitted
+	/* post: publish the command (mq/post.c:381), then nic_submitted
 	 * (objs.c:156-168): kick, take the token, run a pass.  One step: a
 	 * holder that looks at kick, or the core that looks at the ring and
 	 * kick, sees both or neither. */

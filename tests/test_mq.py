@@ -24,6 +24,8 @@ CHECKS = {
     "wait_next": "a list posted EMUNIC_POST_WAIT_NEXT whose wait never comes still runs (the core); "
                  "unknown post flags are EINVAL",
     "quiet_handover": "a blocking post/wait loop does not set the progress core's timer each round",
+    "post_lists": "emunic_mq_post_lists posts its lists to their MQs as one unit: a refused one (EINVAL, "
+                  "ENOSPC for an MQ's room over its lists) posts nothing of any; a valid pair runs",
 }
 
 
@@ -68,6 +70,14 @@ def test_invalid_lists_say_why(rxe):
         assert why in out, why
     # The destroyed CQ and the other device's CQ are each rejected.
     assert out.count("its CQ is not a live CQ of this device") >= 4, out
+
+
+def test_post_lists_say_which_list(rxe):
+    """A refusal of emunic_mq_post_lists names the list and the task in it."""
+    out = run_ctest(rxe, "%s/emunic-run -n 2 -t 60 %s/emunic-mqtest post_lists" % (BIN, BIN), timeout=90)
+    assert re.search(r"mq 0x[0-9a-f]+ \(lists\[1\] of 2\): task 0 of the list \(SEND_EN, wr_id 1001\): "
+                     r"enables more work requests than were posted; nothing was posted", out), out
+    assert re.search(r"\(lists\[1\] of 2\): task 0 of the list \(UNKNOWN, wr_id 0\): unknown opcode", out), out
 
 
 def test_close_with_work_in_flight(rxe):

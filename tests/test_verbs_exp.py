@@ -51,6 +51,12 @@ def test_barrier_and_bad_flows(rxe, n):
     for flow in FLOWS:
         lines = re.findall(r"rank \d+: bad flow %s: Invalid argument, as verbs_exp" % flow, out)
         assert len(lines) == n, out
+    # A task list over two management QPs whose second stretch finds its MQ
+    # full is ENOMEM and posts nothing: the first stretch's enabled send
+    # never arrives, and the enable index below is where it was.
+    assert len(re.findall(r"rank \d+: bad flow span-overflow: Cannot allocate memory, 0 sends arrived, "
+                          r"nothing posted, as the shim promises", out)) == n, out
+    assert "work queue overflow (emunic's MQ or command ring is full); nothing was posted" in out, out
     # SEND_ENABLE counts as libmlx5 counted them (an index in work requests,
     # moved only by WAIT_EN_LAST), not as emunic's "the next n".
     assert len(re.findall(r"enable index: 1, 2, 3 sends arrived", out)) == n, out

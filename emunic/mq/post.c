@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The management-queue rules at post time (run-time rules: exec.c).  A list
- * is checked whole against copies of the counters it would change; only a
- * valid list changes them and is published to the engine in one step, under
- * the post lock, so lists never interleave.  Then, if the engine is free,
- * the posting thread runs it at once (no hand-off to another thread).
+ * The management-queue rules at post time (run-time rules: exec.c).  A post
+ * is one or more lists, each to its MQ; they are checked whole against
+ * copies of the counters they would change (a later list sees what the
+ * earlier ones post); only a valid post changes them and is published to
+ * the engine in one step, under the post lock, so lists never interleave
+ * and a refused post leaves nothing.  Then, if the engine is free, the
+ * posting thread runs it at once (no hand-off to another thread).
  */
 #include "emunic/mq/mq.h"
 #include "emunic/base/log.h"
@@ -14,38 +16,68 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define POST_STACK 16		/* lists this short need no allocation */
+#define POST_STACK 16		/* posts this short need no allocation */
 
-/* The counters a list changes, per object it names (lists are short). */
+/* The counters a post changes, per object it names (posts are short). */
 struct shadow {
 	void *obj;
 	uint64_t a, b;		/* qp: posted, claimed; cq: wait_index, wait_count */
 	uint64_t a2, b2;	/* qp: rq posted, rq claimed */
-	uint64_t fifo;		/* tasks this list adds to the object's queue(s) */
+	uint64_t fifo;		/* mq: control tasks the post adds to its queue */
 };
 
-static struct shadow *shadow_of(struct shadow *s, unsigned *ns, void *obj, bool *fresh)
+/* One post: its lists, the counters they change, where their commands are
+ * built and which list is being checked (for the checks and the messages). */
+struct post {
+	struct emunic_dev *d;
+	const struct emunic_mq_list *lists;
+	unsigned nlists;
+	unsigned k, base;	/* the list being checked, its first command */
+	struct nic_cmd *buf;	/* commands built aside (no room in the ring), or NULL */
+	struct shadow *sh;
+	unsigned nsh;
+};
+
+static struct shadow *shadow_of(struct post *p, void *obj, bool *fresh)
 {
-	for (unsigned i = 0; i < *ns; i++)
-		if (s[i].obj == obj) {
+	for (unsigned i = 0; i < p->nsh; i++)
+		if (p->sh[i].obj == obj) {
 			*fresh = false;
-			return &s[i];
+			return &p->sh[i];
 		}
 	*fresh = true;
-	s[*ns] = (struct shadow){ .obj = obj };
-	return &s[(*ns)++];
+	p->sh[p->nsh] = (struct shadow){ .obj = obj };
+	return &p->sh[p->nsh++];
 }
 
-static int bad(struct emunic_mq *mq, unsigned i, const struct emunic_task *t, const char *why)
+/* After "mq %p": which of several lists it is ("" for one; messages only). */
+static const char *list_where(char *buf, size_t size, unsigned k, unsigned nlists)
 {
-	return emunic_err(-EINVAL, "mq %p: task %u of the list (%s, wr_id %llu): %s; nothing was posted",
-			  (void *)mq, i, emunic_task_op_str(t->op), (unsigned long long)t->wr_id, why);
+	if (nlists == 1)
+		return "";
+	snprintf(buf, size, " (lists[%u] of %u)", k, nlists);
+	return buf;
 }
 
-static struct shadow *qp_shadow(struct shadow *sh, unsigned *nsh, struct emunic_qp *qp)
+/* A refusal, naming the MQ, the list and the task. */
+static int refuse(const struct post *p, int err, unsigned i, const struct emunic_task *t, const char *why)
+{
+	char buf[48];
+
+	return emunic_err(err, "mq %p%s: task %u of the list (%s, wr_id %llu): %s; nothing was posted",
+			  (void *)p->lists[p->k].mq, list_where(buf, sizeof(buf), p->k, p->nlists), i,
+			  emunic_task_op_str(t->op), (unsigned long long)t->wr_id, why);
+}
+
+static int bad(const struct post *p, unsigned i, const struct emunic_task *t, const char *why)
+{
+	return refuse(p, -EINVAL, i, t, why);
+}
+
+static struct shadow *qp_shadow(struct post *p, struct emunic_qp *qp)
 {
 	bool fresh;
-	struct shadow *s = shadow_of(sh, nsh, qp, &fresh);
+	struct shadow *s = shadow_of(p, qp, &fresh);
 
 	if (fresh) {
 		s->a = qp->sq_posted; s->b = qp->sq_claimed;
@@ -54,30 +86,31 @@ static struct shadow *qp_shadow(struct shadow *sh, unsigned *nsh, struct emunic_
 	return s;
 }
 
-static int check_data(struct emunic_dev *d, struct emunic_mq *mq, unsigned i, const struct emunic_task *t,
-		      bool qp_live, struct nic_cmd *c, struct shadow *sh, unsigned *nsh)
+static int check_data(struct post *p, unsigned i, const struct emunic_task *t, bool qp_live, struct nic_cmd *c)
 {
 	bool recv = t->op == EMUNIC_TASK_RECV;
 	struct shadow *s;
 
 	if (!qp_live)
-		return bad(mq, i, t, "its QP is not a live QP of this device");
-	if (t->len && (!t->mr || !nic_obj_alive(d, &t->mr->o, OBJ_MR)))
-		return bad(mq, i, t, "its buffer has no registered memory region");
+		return bad(p, i, t, "its QP is not a live QP of this device");
+	if (t->len && (!t->mr || !nic_obj_alive(p->d, &t->mr->o, OBJ_MR)))
+		return bad(p, i, t, "its buffer has no registered memory region");
 	if (t->op == EMUNIC_TASK_FETCH_ADD && t->len != 8)
-		return bad(mq, i, t, "fetch_add needs an 8-byte local buffer");
+		return bad(p, i, t, "fetch_add needs an 8-byte local buffer");
 	if (t->op == EMUNIC_TASK_FETCH_ADD || t->op == EMUNIC_TASK_WRITE_IMM) {
 		/* What the device cannot carry: -EOPNOTSUPP, not a QP broken later. */
-		const char *why = emunic_vdev_lacks(d->v, t->op == EMUNIC_TASK_FETCH_ADD ? EMUNIC_LACKS_ATOMIC
-											   : EMUNIC_LACKS_IMM);
-		if (why)
-			return emunic_err(-EOPNOTSUPP, "mq %p: task %u of the list (%s, wr_id %llu): device %s: %s; "
-					  "nothing was posted", (void *)mq, i, emunic_task_op_str(t->op),
-					  (unsigned long long)t->wr_id, d->v->name, why);
+		const char *lacks = emunic_vdev_lacks(p->d->v, t->op == EMUNIC_TASK_FETCH_ADD ? EMUNIC_LACKS_ATOMIC
+											      : EMUNIC_LACKS_IMM);
+		char why[160];
+
+		if (lacks) {
+			snprintf(why, sizeof(why), "device %s: %s", p->d->v->name, lacks);
+			return refuse(p, -EOPNOTSUPP, i, t, why);
+		}
 	}
 	c->obj = t->qp->o.handle;
 	c->lkey = t->len ? t->mr->mr->lkey : 0;
-	s = qp_shadow(sh, nsh, t->qp);
+	s = qp_shadow(p, t->qp);
 	if (recv ? !nic_fifo_room(&t->qp->rq, ++s->a2 - t->qp->rq_posted)
 		 : !nic_fifo_room(&t->qp->sq, ++s->a - t->qp->sq_posted))
 		return -ENOSPC;
@@ -86,8 +119,7 @@ static int check_data(struct emunic_dev *d, struct emunic_mq *mq, unsigned i, co
 
 /* CALC: a defined op x type pair over whole elements; with a QP it is a
  * data task (a SEND of the result), without one it runs on the MQ. */
-static int check_calc(struct emunic_dev *d, struct emunic_mq *mq, unsigned i, const struct emunic_task *t,
-		      bool qp_live, struct nic_cmd *c, struct shadow *sh, unsigned *nsh)
+static int check_calc(struct post *p, unsigned i, const struct emunic_task *t, bool qp_live, struct nic_cmd *c)
 {
 	size_t size = emunic_calc_size(t->calc_type);
 	char why[128];
@@ -96,33 +128,32 @@ static int check_calc(struct emunic_dev *d, struct emunic_mq *mq, unsigned i, co
 		snprintf(why, sizeof(why), "calc %s is not defined on %s (op %d, type %d)",
 			 emunic_calc_op_str(t->calc_op), emunic_calc_type_str(t->calc_type), t->calc_op,
 			 t->calc_type);
-		return bad(mq, i, t, why);
+		return bad(p, i, t, why);
 	}
 	if (t->len % size) {
 		snprintf(why, sizeof(why), "its length, %u bytes, is not a whole number of %s elements (%zu bytes)",
 			 t->len, emunic_calc_type_str(t->calc_type), size);
-		return bad(mq, i, t, why);
+		return bad(p, i, t, why);
 	}
 	if (t->len && (!t->addr || !t->calc_a || !t->calc_b))
-		return bad(mq, i, t, "calc needs a result buffer (addr) and both operands (calc_a, calc_b)");
+		return bad(p, i, t, "calc needs a result buffer (addr) and both operands (calc_a, calc_b)");
 	c->calc_a = (uintptr_t)t->calc_a;
 	c->calc_b = (uintptr_t)t->calc_b;
 	c->calc = (uint32_t)t->calc_op << 8 | (uint32_t)t->calc_type;
-	return t->qp ? check_data(d, mq, i, t, qp_live, c, sh, nsh) : 0;
+	return t->qp ? check_data(p, i, t, qp_live, c) : 0;
 }
 
-static int check_enable(struct emunic_mq *mq, unsigned i, const struct emunic_task *t, bool qp_live,
-			struct nic_cmd *c, struct shadow *sh, unsigned *nsh)
+static int check_enable(struct post *p, unsigned i, const struct emunic_task *t, bool qp_live, struct nic_cmd *c)
 {
 	bool snd = t->op == EMUNIC_TASK_SEND_EN;
 	uint64_t *posted, *claimed;
 	struct shadow *s;
 
 	if (!qp_live)
-		return bad(mq, i, t, "its QP is not a live QP of this device");
+		return bad(p, i, t, "its QP is not a live QP of this device");
 	if (!(t->qp->attr.flags & (snd ? EMUNIC_QP_MANAGED_SEND : EMUNIC_QP_MANAGED_RECV)))
-		return bad(mq, i, t, snd ? "the QP was not created MANAGED_SEND" : "the QP was not created MANAGED_RECV");
-	s = qp_shadow(sh, nsh, t->qp);
+		return bad(p, i, t, snd ? "the QP was not created MANAGED_SEND" : "the QP was not created MANAGED_RECV");
+	s = qp_shadow(p, t->qp);
 	posted = snd ? &s->a : &s->a2;
 	claimed = snd ? &s->b : &s->b2;
 	if (t->count == 0) {
@@ -130,7 +161,7 @@ static int check_enable(struct emunic_mq *mq, unsigned i, const struct emunic_ta
 	} else if (*claimed + t->count > *posted) {
 		emunic_err(-EINVAL, "peer %d: %s(%u) but only %llu posted and not yet enabled", t->qp->peer,
 			   emunic_task_op_str(t->op), t->count, (unsigned long long)(*posted - *claimed));
-		return bad(mq, i, t, "enables more work requests than were posted");
+		return bad(p, i, t, "enables more work requests than were posted");
 	} else {
 		*claimed += t->count;
 	}
@@ -139,15 +170,14 @@ static int check_enable(struct emunic_mq *mq, unsigned i, const struct emunic_ta
 	return 0;
 }
 
-static int check_wait(struct emunic_dev *d, struct emunic_mq *mq, unsigned i, const struct emunic_task *t,
-		      struct nic_cmd *c, struct shadow *sh, unsigned *nsh)
+static int check_wait(struct post *p, unsigned i, const struct emunic_task *t, struct nic_cmd *c)
 {
 	struct shadow *s;
 	bool fresh;
 
-	if (!t->cq || !nic_obj_alive(d, &t->cq->o, OBJ_CQ))
-		return bad(mq, i, t, "its CQ is not a live CQ of this device");
-	s = shadow_of(sh, nsh, t->cq, &fresh);
+	if (!t->cq || !nic_obj_alive(p->d, &t->cq->o, OBJ_CQ))
+		return bad(p, i, t, "its CQ is not a live CQ of this device");
+	s = shadow_of(p, t->cq, &fresh);
 	if (fresh) {
 		s->a = t->cq->wait_index;
 		s->b = t->cq->wait_count;
@@ -165,24 +195,25 @@ static int check_wait(struct emunic_dev *d, struct emunic_mq *mq, unsigned i, co
 	return 0;
 }
 
-/* Where command i of the list is built: in `buf`, or, with none, straight
+/* Where command i of the post is built: in `buf`, or, with none, straight
  * in the ring's free slots, which are the post lock holder's alone until
- * it publishes them (so a list that fails its checks leaves nothing). */
+ * it publishes them (so a post that fails its checks leaves nothing). */
 static struct nic_cmd *cmd_at(struct emunic_dev *d, struct nic_cmd *buf, unsigned i)
 {
 	return buf ? &buf[i] : emunic_ring_slot(&d->cmd, i);
 }
 
-static int check(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned n, struct nic_cmd *buf,
-		 struct shadow *sh, unsigned *nsh)
+/* List p->k, its commands from p->base on. */
+static int check(struct post *p)
 {
-	struct emunic_dev *d = mq->o.dev;
-	unsigned ctl = 0;
+	const struct emunic_mq_list *l = &p->lists[p->k];
+	struct emunic_mq *mq = l->mq;
+	uint64_t ctl = 0;
 
-	for (unsigned i = 0; i < n; i++) {
-		const struct emunic_task *t = &tasks[i];
-		struct nic_cmd *c = cmd_at(d, buf, i);
-		bool qp_live = t->qp && nic_obj_alive(d, &t->qp->o, OBJ_QP);
+	for (unsigned i = 0; i < l->n; i++) {
+		const struct emunic_task *t = &l->tasks[i];
+		struct nic_cmd *c = cmd_at(p->d, p->buf, p->base + i);
+		bool qp_live = t->qp && nic_obj_alive(p->d, &t->qp->o, OBJ_QP);
 		int r;
 
 		*c = (struct nic_cmd){
@@ -192,29 +223,34 @@ static int check(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned
 			.imm = t->imm, .add = t->add,
 		};
 		if (qp_live && (t->qp->attr.flags & EMUNIC_QP_TRIGGERED))
-			return bad(mq, i, t, "its QP was created TRIGGERED (for triggered operations only)");
+			return bad(p, i, t, "its QP was created TRIGGERED (for triggered operations only)");
 		switch (t->op) {
 		case EMUNIC_TASK_SEND: case EMUNIC_TASK_WRITE: case EMUNIC_TASK_WRITE_IMM:
 		case EMUNIC_TASK_READ: case EMUNIC_TASK_FETCH_ADD: case EMUNIC_TASK_RECV:
-			r = check_data(d, mq, i, t, qp_live, c, sh, nsh);
+			r = check_data(p, i, t, qp_live, c);
 			break;
 		case EMUNIC_TASK_SEND_EN: case EMUNIC_TASK_RECV_EN:
-			r = check_enable(mq, i, t, qp_live, c, sh, nsh);
+			r = check_enable(p, i, t, qp_live, c);
 			ctl++;
 			break;
 		case EMUNIC_TASK_WAIT:
-			r = check_wait(d, mq, i, t, c, sh, nsh);
+			r = check_wait(p, i, t, c);
 			ctl++;
 			break;
 		case EMUNIC_TASK_CALC:
-			r = check_calc(d, mq, i, t, qp_live, c, sh, nsh);
+			r = check_calc(p, i, t, qp_live, c);
 			ctl += !t->qp;
 			break;
 		default:
-			return bad(mq, i, t, "unknown opcode");
+			return bad(p, i, t, "unknown opcode");
 		}
 		if (r)
 			return r;
+	}
+	if (p->nlists > 1) {	/* the MQ's room counts all its lists */
+		bool fresh;
+
+		ctl = shadow_of(p, mq, &fresh)->fifo += ctl;
 	}
 	return nic_fifo_room(&mq->q, ctl) ? 0 : -ENOSPC;
 }
@@ -226,15 +262,23 @@ static bool on_mq(const struct emunic_task *t)
 	       (t->op == EMUNIC_TASK_CALC && !t->qp);
 }
 
-static void commit(struct emunic_mq *mq, struct shadow *sh, unsigned nsh, const struct emunic_task *tasks,
-		   unsigned n)
+/* List p->k's tasks into its queues, its commands built from p->base on. */
+static void commit_list(struct post *p)
 {
-	for (unsigned i = 0; i < n; i++) {
-		const struct emunic_task *t = &tasks[i];
+	const struct emunic_mq_list *l = &p->lists[p->k];
+	struct emunic_mq *mq = l->mq;
+
+	for (unsigned i = l->n; i-- > 0;)
+		if (on_mq(&l->tasks[i])) {
+			cmd_at(p->d, NULL, p->base + i)->flags |= NIC_TASK_LIST_END;
+			break;
+		}
+	for (unsigned i = 0; i < l->n; i++) {
+		const struct emunic_task *t = &l->tasks[i];
 
 		EMUNIC_TL(TL_TASK_POSTED, TL_TRACK_MQ, NIC_HANDLE_INDEX(mq->o.handle), -1, t->wr_id, t->op, i);
 		if (t->op == EMUNIC_TASK_WAIT) {
-			uint64_t target = cmd_at(mq->o.dev, NULL, i)->target;
+			uint64_t target = cmd_at(p->d, NULL, p->base + i)->target;
 
 			/* From now on the completions it counts are the WAIT's,
 			 * not the app's (emunic_cq_poll skips them). */
@@ -249,71 +293,114 @@ static void commit(struct emunic_mq *mq, struct shadow *sh, unsigned nsh, const 
 			t->qp->sq.posted++;
 		}
 	}
-	for (unsigned i = 0; i < nsh; i++) {
-		struct obj *o = sh[i].obj;
+}
+
+static void commit_shadows(const struct post *p)
+{
+	for (unsigned i = 0; i < p->nsh; i++) {
+		const struct shadow *s = &p->sh[i];
+		struct obj *o = s->obj;
 
 		if (o->kind == OBJ_QP) {
-			struct emunic_qp *qp = sh[i].obj;
+			struct emunic_qp *qp = s->obj;
 
-			qp->sq_posted = sh[i].a; qp->sq_claimed = sh[i].b;
-			qp->rq_posted = sh[i].a2; qp->rq_claimed = sh[i].b2;
+			qp->sq_posted = s->a; qp->sq_claimed = s->b;
+			qp->rq_posted = s->a2; qp->rq_claimed = s->b2;
 		} else if (o->kind == OBJ_CQ) {
-			struct emunic_cq *cq = sh[i].obj;
+			struct emunic_cq *cq = s->obj;
 
-			cq->wait_index = sh[i].a;
-			cq->wait_count = sh[i].b;
+			cq->wait_index = s->a;
+			cq->wait_count = s->b;
 		}
 	}
 }
 
-int emunic_mq_post_flags(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned n, unsigned flags)
+/* What needs no lock: live MQs of one device, lists neither empty nor
+ * longer than the device takes, known flags.  *total: the post's tasks. */
+static int precheck(const struct emunic_mq_list *lists, unsigned nlists, unsigned flags, size_t *total)
 {
-	struct shadow sstack[POST_STACK + 1], *sh = sstack;
-	struct emunic_dev *d;
-	unsigned nsh = 0;
+	struct emunic_dev *d = lists[0].mq ? lists[0].mq->o.dev : NULL;
+	char buf[48];
+
+	*total = 0;
+	for (unsigned k = 0; k < nlists; k++) {
+		const struct emunic_mq_list *l = &lists[k];
+
+		if (!l->mq || atomic_load(&l->mq->o.dead))
+			return nlists == 1 ? emunic_err(-EINVAL, "emunic_mq_post: not a live MQ")
+					   : emunic_err(-EINVAL, "emunic_mq_post_lists: lists[%u] of %u names no "
+							"live MQ; nothing was posted", k, nlists);
+		if (l->mq->o.dev != d)
+			return emunic_err(-EINVAL, "mq %p%s: not of the device of lists[0]'s mq %p; nothing was posted",
+					  (void *)l->mq, list_where(buf, sizeof(buf), k, nlists), (void *)lists[0].mq);
+		if (!l->tasks || l->n == 0)
+			return emunic_err(-EINVAL, "mq %p%s: empty task list; nothing was posted", (void *)l->mq,
+					  list_where(buf, sizeof(buf), k, nlists));
+		if (l->n > d->attr.list_tasks)
+			return emunic_err(-E2BIG, "mq %p%s: a task list of %u tasks is longer than the device's limit of "
+					  "%u (attr.list_tasks, EMUNIC_LIST_TASKS); nothing was posted", (void *)l->mq,
+					  list_where(buf, sizeof(buf), k, nlists), l->n, d->attr.list_tasks);
+		*total += l->n;
+	}
+	if (flags & ~EMUNIC_POST_WAIT_NEXT)
+		return emunic_err(-EINVAL, "mq %p: unknown post flags 0x%x; nothing was posted", (void *)lists[0].mq,
+				  flags & ~EMUNIC_POST_WAIT_NEXT);
+	return 0;
+}
+
+static int post(const struct emunic_mq_list *lists, unsigned nlists, unsigned flags)
+{
+	struct shadow sstack[POST_STACK + 1];
+	struct post p = { .lists = lists, .nlists = nlists, .sh = sstack };
+	size_t total;
 	int r;
 
-	if (!mq || atomic_load(&mq->o.dead))
-		return emunic_err(-EINVAL, "emunic_mq_post: not a live MQ");
-	if (!tasks || n == 0)
-		return emunic_err(-EINVAL, "mq %p: empty task list; nothing was posted", (void *)mq);
-	if (flags & ~EMUNIC_POST_WAIT_NEXT)
-		return emunic_err(-EINVAL, "mq %p: unknown post flags 0x%x; nothing was posted", (void *)mq,
-				  flags & ~EMUNIC_POST_WAIT_NEXT);
-	d = mq->o.dev;
-	if (n > d->attr.list_tasks)
-		return emunic_err(-E2BIG, "mq %p: a task list of %u tasks is longer than the device's limit of %u "
-				  "(attr.list_tasks, EMUNIC_LIST_TASKS); nothing was posted", (void *)mq, n,
-				  d->attr.list_tasks);
-	if (n > POST_STACK && !(sh = malloc((n + 1) * sizeof(*sh))))
+	if (!lists || nlists == 0)
+		return emunic_err(-EINVAL, "emunic_mq_post_lists: no lists; nothing was posted");
+	if ((r = precheck(lists, nlists, flags, &total)))
+		return r;
+	p.d = lists[0].mq->o.dev;
+	/* At most one object per task, plus each list's MQ. */
+	if (total + nlists > POST_STACK + 1 && !(p.sh = malloc((total + nlists) * sizeof(*p.sh))))
 		return -ENOMEM;
-	pthread_mutex_lock(&d->post_lock);
-	if (emunic_ring_space(&d->cmd) >= n) {
-		r = check(mq, tasks, n, NULL, sh, &nsh);	/* built in the ring */
-	} else {
-		/* No room: the list still gets its checks (an invalid list is
-		 * -EINVAL whatever the ring holds), built aside. */
-		struct nic_cmd *c = malloc(n * sizeof(*c));
-
-		r = c ? check(mq, tasks, n, c, sh, &nsh) : -ENOMEM;
-		free(c);
+	pthread_mutex_lock(&p.d->post_lock);
+	/* No room in the ring: the lists still get their checks (an invalid
+	 * post is -EINVAL whatever the ring holds), built aside. */
+	if (emunic_ring_space(&p.d->cmd) < total && !(p.buf = malloc(total * sizeof(*p.buf))))
+		r = -ENOMEM;
+	for (p.k = 0; !r && p.k < nlists; p.base += lists[p.k++].n)
+		r = check(&p);
+	if (p.buf) {
+		free(p.buf);
 		r = r ? r : -ENOSPC;
 	}
 	if (!r) {
-		for (unsigned i = n; i-- > 0;)
-			if (on_mq(&tasks[i])) {
-				cmd_at(d, NULL, i)->flags |= NIC_TASK_LIST_END;
-				break;
-			}
-		commit(mq, sh, nsh, tasks, n);
-		emunic_ring_publish(&d->cmd, n);	/* the whole list at once */
+		for (p.k = 0, p.base = 0; p.k < nlists; p.base += lists[p.k++].n)
+			commit_list(&p);
+		commit_shadows(&p);
+		emunic_ring_publish(&p.d->cmd, (uint32_t)total);	/* every list at once */
 	}
-	pthread_mutex_unlock(&d->post_lock);
-	if (sh != sstack)
-		free(sh);
+	pthread_mutex_unlock(&p.d->post_lock);
+	if (p.sh != sstack)
+		free(p.sh);
 	if (!r)
-		nic_submitted(d, flags & EMUNIC_POST_WAIT_NEXT);
+		nic_submitted(p.d, flags & EMUNIC_POST_WAIT_NEXT);
 	return r;
+}
+
+int emunic_mq_post_lists(const struct emunic_mq_list *lists, unsigned nlists, unsigned flags)
+{
+	return post(lists, nlists, flags);
+}
+
+/* The one-list case, the hot one: flattened, so post() and its checks are
+ * compiled here with nlists == 1 and no loop over lists or call is paid. */
+__attribute__((flatten))
+int emunic_mq_post_flags(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned n, unsigned flags)
+{
+	struct emunic_mq_list l = { .mq = mq, .tasks = tasks, .n = n };
+
+	return post(&l, 1, flags);
 }
 
 int emunic_mq_post(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned n)

@@ -164,8 +164,10 @@ struct emunic_rkey emunic_mr_rkey(const struct emunic_mr *mr);
 int emunic_cq_create(struct emunic_dev *dev, unsigned depth, unsigned flags, struct emunic_cq **out);
 int emunic_cq_destroy(struct emunic_cq *cq);
 /* Up to n completions not consumed by a WAIT; returns how many.  Finding
- * none, it runs the engine once first if no other thread does, as a wait
- * would (work only in verbs is otherwise collected lazily). */
+ * none, it runs the engine once first when no other thread does and only
+ * work in verbs is left (its completions are otherwise collected lazily;
+ * other work is already the progress core's), so a polling app sees them
+ * as soon as a waiting one would. */
 int emunic_cq_poll(struct emunic_cq *cq, struct emunic_wc *wc, int n);
 /* Completions this CQ has produced so far (consumed or not). */
 uint64_t emunic_cq_count(const struct emunic_cq *cq);
@@ -285,10 +287,22 @@ int emunic_mq_post(struct emunic_mq *mq, const struct emunic_task *tasks, unsign
  * pushed out again for each list).  A caller that does not wait after all
  * still gets progress, from the core's periodic look: late, never stuck. */
 int emunic_mq_post_flags(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned n, unsigned flags);
+/* Several lists, each to its own MQ, all MQs of one device, posted as one
+ * unit: checked together (an enable in lists[1] sees the sends lists[0]
+ * posts; an MQ's room counts all its lists), each ending its MQ's list as
+ * if posted alone, and published at once, in array order.  Any refusal
+ * posts nothing of any list: -EINVAL (naming the list and task; MQs of
+ * different devices too), -ENOSPC, -E2BIG (a list longer than
+ * emunic_dev_list_tasks), -EOPNOTSUPP.  Flags as emunic_mq_post_flags.
+ * emunic_mq_post_flags is the one-list case. */
+struct emunic_mq_list {
+	struct emunic_mq *mq;
+	const struct emunic_task *tasks;
+	unsigned n;
+};
+int emunic_mq_post_lists(const struct emunic_mq_list *lists, unsigned nlists, unsigned flags);
 /* Up to n MQ completions (SIGNAL tasks); returns how many.  Finding none,
- * it runs the engine once first if no other thread does (as
- * emunic_cq_poll): a polling app sees completions as soon as a waiting
- * one would. */
+ * it runs the engine once first as emunic_cq_poll does. */
 int emunic_mq_poll(struct emunic_mq *mq, struct emunic_wc *wc, int n);
 /* One MQ completion, waiting at most timeout_ms (< 0: forever); -ETIMEDOUT. */
 int emunic_mq_wait(struct emunic_mq *mq, struct emunic_wc *wc, int timeout_ms);

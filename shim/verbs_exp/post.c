@@ -2,18 +2,23 @@
 /*
  * ibv_exp_post_send, ibv_exp_post_task and the ops behind ibv_post_send and
  * ibv_post_recv: work requests become emunic tasks (wr.c), posted with
- * emunic_mq_post.
+ * emunic_mq_post_lists.
  *
  * Where the control work requests run: on the emunic MQ of the QP they were
  * posted to (in libmlx5 a WAIT or enable WQE executes on the QP whose send
  * queue holds it, the management QP).  A task list goes to emunic as one
  * list per stretch of tasks whose control work requests share a management
  * QP (data work requests join the stretch they are in: emunic sends them to
- * their own QP's queue whatever the MQ), in order, under the shim's lock.
- * libmlx5's mlx5_post_task posted task after task with ibv_exp_post_send
- * under its task_mutex, stopping at the first failure with *bad_task set;
- * the shim checks every task first and posts nothing when one fails
- * (stricter: the earlier tasks are not left posted), *bad_task set the same.
+ * their own QP's queue whatever the MQ), in order, all in one
+ * emunic_mq_post_lists under the shim's lock.  libmlx5's mlx5_post_task
+ * posted task after task with ibv_exp_post_send under its task_mutex,
+ * stopping at the first failure with *bad_task set and the tasks before it
+ * left posted.  The shim is stricter: a task list is posted whole or not at
+ * all, whether a task fails the shim's checks or emunic refuses a stretch
+ * (its MQ full, say, after earlier stretches went to other MQs), so the
+ * shim's per-QP counts are committed exactly when the work was posted.
+ * *bad_task is the failing task for the shim's checks, and the first task
+ * (the first not posted) for emunic's refusals.
  *
  * Errors are verbs_exp's: a positive errno returned (and in errno), *bad_wr
  * (*bad_task) the first refused one; emunic's -ENOSPC (its command ring or
@@ -86,16 +91,24 @@ static int add_recv(struct vexp_post *p, struct vexp_list *l, struct vexp_qp *qp
 	return 0;
 }
 
-/* Stretches sharing an MQ, each in lists no longer than the device takes. */
+#define RUNS_STACK 8		/* stretches a post may have without an allocation */
+
+/* The list as emunic lists, one per stretch sharing an MQ, each no longer
+ * than the device takes, posted as one unit: all of them or none, so a
+ * refused post leaves nothing and the shim's counts (end) stay true. */
 static int post_runs(const struct vexp_list *l, struct emunic_mq *dflt)
 {
 	struct vexp_state *s = vexp_get();
-	unsigned most = emunic_dev_list_tasks(s->dev), i = 0;
+	unsigned most = emunic_dev_list_tasks(s->dev), i = 0, nr = 0;
+	struct emunic_mq_list stack[RUNS_STACK], *runs = stack;
+	int r;
 
+	/* At most one stretch per task. */
+	if (l->n > RUNS_STACK && !(runs = malloc(l->n * sizeof(*runs))))
+		return vexp_fail(ENOMEM, "no memory");
 	while (i < l->n) {
 		struct emunic_mq *mq = NULL;
 		unsigned j = i;
-		int r;
 
 		for (; j < l->n && j - i < most; j++) {
 			if (l->mq[j] && mq && l->mq[j] != mq)
@@ -103,13 +116,18 @@ static int post_runs(const struct vexp_list *l, struct emunic_mq *dflt)
 			if (l->mq[j])
 				mq = l->mq[j];
 		}
-		r = emunic_mq_post(mq ? mq : dflt, &l->t[i], j - i);
-		if (r == -ENOSPC)
-			return vexp_fail(ENOMEM, "work queue overflow (emunic's MQ or command ring is full)");
-		if (r)
-			return vexp_fail(-r, "emunic_mq_post refused %u tasks", j - i);
+		runs[nr++] = (struct emunic_mq_list){ .mq = mq ? mq : dflt, .tasks = &l->t[i], .n = j - i };
 		i = j;
 	}
+	r = emunic_mq_post_lists(runs, nr, 0);
+	if (runs != stack)
+		free(runs);
+	if (r == -ENOSPC)
+		return vexp_fail(ENOMEM, "work queue overflow (emunic's MQ or command ring is full); nothing was "
+				 "posted");
+	if (r)
+		return vexp_fail(-r, "emunic_mq_post_lists refused %u tasks in %u lists; nothing was posted", l->n,
+				 nr);
 	return 0;
 }
 
@@ -121,6 +139,8 @@ static void begin(struct vexp_post *p)
 		p->epoch = ++vexp_get()->epoch;
 }
 
+/* ok: the whole list was posted (post_runs posts all of it or none), so
+ * the counts the checks moved in *_tmp become the QPs' own. */
 static void end(struct vexp_post *p, struct vexp_list *l, int ok)
 {
 	for (unsigned i = 0; ok && i < p->ntouched; i++) {

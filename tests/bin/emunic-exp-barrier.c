@@ -24,7 +24,9 @@
  * must then fail).  --errors first runs the bad flows, each of which must
  * fail as verbs_exp failed it (EINVAL, *bad_wr or *bad_task named) and leave
  * the QPs and CQs usable for the barriers that follow.  --enable-index
- * checks that enable counts follow libmlx5's index arithmetic (index_check).
+ * first checks that a task list over two management QPs refused for room
+ * posts nothing (span_overflow), then that enable counts follow libmlx5's
+ * index arithmetic (index_check).
  *
  * Exit: 0 pass, 1 a violation or a bad flow not refused as expected,
  * 2 usage, 3 a verbs_exp call failed, 77 no cross-channel capability.
@@ -54,6 +56,7 @@ struct ctx {
 	struct ibv_qp *mqp, *pqp, *qp[MAX_STEPS];
 	struct ibv_cq *xcq;		/* --enable-index: its own pair, to rank ^ 1 */
 	struct ibv_qp *xqp;
+	struct ibv_qp *mqp2;		/* --enable-index: a second management QP */
 	uint64_t xbuf[4];		/* [0]: what is sent; [1..3]: what arrives */
 	struct ibv_mr *xmr;
 };
@@ -148,6 +151,7 @@ static void setup(struct ctx *c, int index_check)
 		c->xqp = make_qp(c, c->scq, c->xcq, IBV_EXP_QP_CREATE_CROSS_CHANNEL | IBV_EXP_QP_CREATE_MANAGED_SEND);
 		if (emunic_exp_connect(c->xqp, c->rank ^ 1))
 			die(c, "emunic_exp_connect", errno);
+		c->mqp2 = make_qp(c, c->mcq, c->mcq, IBV_EXP_QP_CREATE_CROSS_CHANNEL);
 		if (!(c->xmr = ibv_reg_mr(c->pd, c->xbuf, sizeof(c->xbuf), IBV_ACCESS_LOCAL_WRITE)))
 			die(c, "ibv_reg_mr", errno);
 		for (int j = 1; j <= 3; j++) {
@@ -328,6 +332,50 @@ static int arrived(const struct ctx *c, int *seen, int least)
 	return *seen;
 }
 
+/* A task list over two management QPs whose second stretch does not fit:
+ * a held SEND and SEND_ENABLE(1) for it on the management QP, then more
+ * CQE_WAITs on the second management QP than its queue holds (256, as
+ * max_send_wr).  ENOMEM ("work queue overflow"), *bad_task the first task
+ * (the first not posted), and nothing of the first stretch posted either:
+ * the send does not go (the partner counts no arrival), and index_check,
+ * run next, finds the enable index where it was. */
+#define SPAN_WAITS 257
+
+static int span_overflow(struct ctx *c)
+{
+	static struct ibv_exp_send_wr w[SPAN_WAITS];
+	struct ibv_exp_send_wr snd = { .exp_opcode = IBV_EXP_WR_SEND }, en = { .exp_opcode = IBV_EXP_WR_SEND_ENABLE };
+	struct ibv_sge sg = { (uintptr_t)&c->xbuf[0], sizeof(uint64_t), c->xmr->lkey };
+	struct ibv_exp_task t[3], *bad_task = NULL;
+	int seen = 0, r, good;
+
+	c->xbuf[0] = 0x1000u + (uint64_t)c->rank;
+	snd.sg_list = &sg;
+	snd.num_sge = 1;
+	en.task.wqe_enable.qp = c->xqp;
+	en.task.wqe_enable.wqe_count = 1;
+	memset(w, 0, sizeof(w));
+	for (int i = 0; i < SPAN_WAITS; i++) {
+		w[i].exp_opcode = IBV_EXP_WR_CQE_WAIT;
+		w[i].task.cqe_wait.cq = c->xcq;
+		w[i].task.cqe_wait.cq_count = 1;
+		w[i].next = i + 1 < SPAN_WAITS ? &w[i + 1] : NULL;
+	}
+	task_of(&t[0], c->xqp, &snd, &t[1]);
+	task_of(&t[1], c->mqp, &en, &t[2]);
+	task_of(&t[2], c->mqp2, &w[0], NULL);
+	r = ibv_exp_post_task(c->ibctx, t, &bad_task);
+	good = r == ENOMEM && errno == ENOMEM && bad_task == &t[0];
+	barrier(c);	/* the partner posted its list too: a send it let go is on its way */
+	arrived(c, &seen, 0);
+	barrier(c);	/* and counted, before index_check's sends can come */
+	printf("emunic-exp-barrier: rank %d: bad flow span-overflow: %s, %d sends arrived%s\n", c->rank,
+	       r ? strerror(r) : "accepted", seen,
+	       good && !seen ? ", nothing posted, as the shim promises"
+			     : ", NOT as the shim promises (ENOMEM, the first task, nothing posted)");
+	return !good || seen;
+}
+
 /* Three SENDs held on a managed QP.  SEND_ENABLE(1) twice without
  * WAIT_EN_LAST targets the same index (base + 1): one send goes, not two.
  * SEND_ENABLE(2) with WAIT_EN_LAST: base + 2, a second one; SEND_ENABLE(0):
@@ -413,8 +461,10 @@ int main(int argc, char **argv)
 	setup(&c, index);
 	if (errors)
 		fails = bad_flows(&c);
-	if (index && c.steps)
+	if (index && c.steps) {
+		fails += span_overflow(&c);
 		fails += index_check(&c);
+	}
 	ctr = shared_counter(&c, shm);
 	srand((unsigned)(c.rank * 7919 + 1));
 	barrier(&c);	/* every rank has mapped the counter */

@@ -608,6 +608,76 @@ static void t_quiet_handover(void)
 	sync_ranks();
 }
 
+/* emunic_mq_post_lists posts its lists as one unit.  Rank 0's QP holds its
+ * sends; lists go to two MQs.  Refused, with nothing of lists[0] posted:
+ * lists[1] enabling more than lists[0] posts (the enable sees those sends,
+ * and no more), an unknown opcode in lists[1], and two lists on one MQ of
+ * depth 2 whose control tasks fit alone (one is posted after) but not
+ * together (-ENOSPC).  After them no send has gone and none is posted (a
+ * lone SEND_EN(1) is -EINVAL), no refused task completed; then a valid pair
+ * runs: lists[0]
+ * posts two sends and enables one, lists[1] on the other MQ the second. */
+static void t_post_lists(void)
+{
+	struct emunic_task a[3], b[2], bogus = { .op = 99 }, en;
+	struct emunic_mq *mq2, *small;
+	struct emunic_wc wc;
+
+	setup(T->rank == 0 ? EMUNIC_QP_MANAGED_SEND : 0, 7);
+	CHECK(!emunic_mq_create(T->dev, 0, &mq2) && !emunic_mq_create(T->dev, 2, &small), "mq_create");
+	if (T->rank == 1)
+		recvs(2);
+	sync_ranks();
+	if (T->rank == 0) {
+		struct emunic_mq_list l[2] = { { T->mq, a, 2 }, { mq2, b, 1 } };
+
+		a[0] = data(EMUNIC_TASK_SEND, 0);
+		a[1] = ctl(EMUNIC_TASK_SEND_EN, 1, EMUNIC_TASK_SIGNAL);
+		b[0] = ctl(EMUNIC_TASK_SEND_EN, 1, EMUNIC_TASK_SIGNAL);	/* a second send: none */
+		CHECK(emunic_mq_post_lists(l, 2, 0) == -EINVAL, "an enable past lists[0]'s sends was accepted");
+		b[0] = bogus;
+		CHECK(emunic_mq_post_lists(l, 2, 0) == -EINVAL, "an unknown opcode in lists[1] was accepted");
+		/* Room: SEND_EN(0) twice a list, two lists on an MQ of depth 2. */
+		en = ctl(EMUNIC_TASK_SEND_EN, 0, EMUNIC_TASK_SIGNAL);
+		a[0] = a[1] = b[0] = b[1] = en;
+		l[0].mq = l[1].mq = small;
+		l[1].n = 2;
+		CHECK(emunic_mq_post_lists(l, 2, 0) == -ENOSPC, "4 control tasks taken by an MQ of depth 2");
+		CHECK(emunic_mq_post_lists(l, 1, 0) == 0 && emunic_mq_wait(small, &wc, 5000) == 0 &&
+		      emunic_mq_wait(small, &wc, 5000) == 0, "one list of 2 on an MQ of depth 2 did not run");
+		/* Nothing went: no send to enable, no completion on either MQ. */
+		en.count = 1;
+		CHECK(emunic_mq_post(T->mq, &en, 1) == -EINVAL, "a refused post left a send posted");
+		ms(300);
+		CHECK(emunic_mq_poll(T->mq, &wc, 1) == 0 && emunic_mq_poll(mq2, &wc, 1) == 0 &&
+		      emunic_mq_poll(small, &wc, 1) == 0, "a refused post completed a task");
+	}
+	ms(300);
+	if (T->rank == 1)
+		CHECK(emunic_cq_count(T->rcq) == 0, "a refused post released a send");
+	sync_ranks();
+	if (T->rank == 0) {
+		struct emunic_mq_list l[2] = { { T->mq, a, 3 }, { mq2, b, 1 } };
+
+		a[0] = data(EMUNIC_TASK_SEND, 0);
+		a[1] = data(EMUNIC_TASK_SEND, 1);
+		a[2] = ctl(EMUNIC_TASK_SEND_EN, 1, EMUNIC_TASK_SIGNAL);
+		b[0] = ctl(EMUNIC_TASK_SEND_EN, 1, EMUNIC_TASK_SIGNAL);
+		CHECK(emunic_mq_post_lists(l, 2, 0) == 0, "a valid pair of lists refused");
+		CHECK(emunic_mq_wait(T->mq, &wc, 5000) == 0 && wc.status == 0 && wc.op == EMUNIC_TASK_SEND_EN,
+		      "lists[0]'s enable did not complete");
+		CHECK(emunic_mq_wait(mq2, &wc, 5000) == 0 && wc.status == 0 && wc.op == EMUNIC_TASK_SEND_EN,
+		      "lists[1]'s enable did not complete");
+		/* Both sends enabled: one more enable is past what was posted. */
+		CHECK(emunic_mq_post(T->mq, &b[0], 1) == -EINVAL, "the pair's enables were not both counted");
+	}
+	if (T->rank == 1)
+		CHECK(await(T->rcq, 2) == 2, "the valid pair's two sends did not arrive (%llu)",
+		      (unsigned long long)emunic_cq_count(T->rcq));
+	sync_ranks();
+	CHECK(!emunic_mq_destroy(mq2) && !emunic_mq_destroy(small), "mq_destroy");
+}
+
 /* needs: what the device must carry (emunic_dev_lacks); a device that
  * lacks it (siw: no RNR, its untaken send ends the connection instead)
  * skips the check with the reason, rather than pass or fail it untested. */
@@ -621,6 +691,7 @@ static const struct { const char *name; void (*fn)(void); unsigned needs; } chec
 	{ "invalid", t_invalid, 0 }, { "list_limit", t_list_limit, 0 },
 	{ "wait_before_failure", t_wait_before_failure, EMUNIC_LACKS_RNR }, { "wait_next", t_wait_next, 0 },
 	{ "quiet_handover", t_quiet_handover, 0 },
+	{ "post_lists", t_post_lists, 0 },
 };
 
 int main(int argc, char **argv)
