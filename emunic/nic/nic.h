@@ -396,8 +396,9 @@ bool nic_pending(struct emunic_dev *d);
  * for verbs room.  Work merely in verbs is not: its completions are polled
  * by whoever polls or waits, or lazily (owner.c). */
 bool nic_urgent(struct emunic_dev *d);
-/* An app poll that found nothing: one pass if the engine is free (as
- * ibv_poll_cq reads what the HCA wrote).  True when it did anything. */
+/* An app poll that found nothing: if the engine is free and only work in
+ * verbs is left, poll verbs (as ibv_poll_cq reads what the HCA wrote).
+ * True when it did anything. */
 bool nic_poll_assist(struct emunic_dev *d);
 /* Device closing: every unit fails what cannot finish. */
 void nic_cancel_all(struct emunic_dev *d);

@@ -134,13 +134,14 @@ bool nic_poll_assist(struct emunic_dev *d)
 	if (nic_owned(d) || !nic_own(d))
 		return false;		/* the holder polls */
 	/* Urgent work already has its hand-over (the core's timer), and a
-	 * blocking call's wait runs it: a poll runs a pass only for work
-	 * merely in verbs, which nobody else would collect soon. */
+	 * blocking call's wait runs it: a poll looks only for completions of
+	 * work merely in verbs, which nobody else would collect soon.  Those
+	 * complete tasks and need no unit's step (work that would is urgent);
+	 * what a completion does start anyway is handed over as usual. */
 	if (!d->inflight || nic_urgent(d))
 		return unown(d, true);
-	atomic_store_explicit(&d->kick, 0, memory_order_relaxed);
-	n = nic_pass(d);
-	return nic_unown(d) || n > 0;
+	n = nic_verbs_poll(d);
+	return unown(d, n == 0) || n > 0;
 }
 
 void nic_kick(struct emunic_dev *d)
