@@ -21,7 +21,7 @@
  *    nic_submitted, directly or in nic_unown's extra rounds), a list;
  *  - the engine: nic_pass's inclusive count in every thread (the core's and
  *    the waiting app's), with nic_verbs_poll's where a pass did not call it
- *    (the core's look before it sleeps), less the verbs calls that post (emulated_post_send,
+ *    (the core's look before it sleeps, an app poll's), less the verbs calls that post (emulated_post_send,
  *    emulated_post_recv: the entries of the device's shim ops table,
  *    shim/emulated/verbs.c, each a function of its own that the engine
  *    calls through the table), a task or a fired put.
@@ -64,7 +64,7 @@ struct counts {
 	uint64_t self[F_N], out[F_N];	/* own cost lines; the inclusive cost of its calls */
 	uint64_t calls[F_N];		/* calls into it */
 	uint64_t inline_pass;		/* passes under nic_submitted: the poster's own */
-	uint64_t lone_poll;		/* engine polls outside a pass (the core's before it sleeps) */
+	uint64_t lone_poll;		/* engine polls outside a pass (the core's before it sleeps, a poller's) */
 };
 
 static uint64_t incl(const struct counts *c, int f)
@@ -265,9 +265,9 @@ static int report(struct bench *b, const struct instr_opts *o, const char *dir, 
 	       "               WAIT) posted with emunic_mq_post_flags; %llu engine passes\n"
 	       "  triggered    one hot-potato game: %d puts a rank, each fired by the other's\n"
 	       "               arriving; %llu engine passes\n"
-	       "  engine       nic_pass in every thread (core and waiting app) and the core's\n"
-	       "               polls outside a pass (before it sleeps), less the verbs calls\n"
-	       "               that post (the shim's emulated_post_send, _post_recv)\n\n",
+	       "  engine       nic_pass in every thread (core and waiting app) and verbs polls\n"
+	       "               outside a pass (the core's before it sleeps, a poller's), less\n"
+	       "               the verbs calls that post (the shim's emulated_post_send, _post_recv)\n\n",
 	       device, o->lists, (unsigned long long)mq.calls[F_PASS], o->rounds,
 	       (unsigned long long)pt.calls[F_PASS]);
 	printf("  %-54s %12s\n", "figure", "instructions");
