@@ -103,6 +103,7 @@
 /* the device (nic.h:282-300) */
 bit held, kick, sleeping, stop;
 byte assisting;
+byte nsleep;			/* d->sleepers: waiters asleep or going to sleep */
 byte wake = NEVER;
 bit wake_urgent;
 bit armed;			/* d->armed and ibv_req_notify_cq in one */
@@ -265,9 +266,10 @@ inline hand_over()
 	:: assisted && !wake_urgent -> skip
 	:: else ->
 		if
-		/* owner.c: only work a completion must move is urgent (the ring's,
-		 * here); work merely in verbs is collected lazily */
-		:: !assisted && len(ring) > 0 -> want = SOON; urgent = 1
+		/* owner.c, engine.c nic_urgent: only work a completion must
+		 * move is urgent (the ring's, here), and work in verbs while a
+		 * waiter sleeps; otherwise that is collected lazily */
+		:: !assisted && (len(ring) > 0 || (inflight > 0 && nsleep > 0)) -> want = SOON; urgent = 1
 		:: else ->
 			urgent = 0;
 			if
@@ -521,9 +523,10 @@ proctype app(byte i)
 			fi;
 			d_step { ok = 0; n = 0; worked = 0 }
 		:: true ->		/* the budget ran out (89-102) */
+			nsleep++;	/* before leave: its hand-over sees it */
 			leave();
 			word_sleep(i, snap);
-			atomic { assisting++; tries = 0; snap = 0 }
+			atomic { nsleep--; assisting++; tries = 0; snap = 0 }
 		fi
 	od;
 	leave();	/* 104-108 */

@@ -345,6 +345,9 @@ static int precheck(const struct emunic_mq_list *lists, unsigned nlists, unsigne
 	if (flags & ~EMUNIC_POST_WAIT_NEXT)
 		return emunic_err(-EINVAL, "mq %p: unknown post flags 0x%x; nothing was posted", (void *)lists[0].mq,
 				  flags & ~EMUNIC_POST_WAIT_NEXT);
+	if (*total > d->cmd.mask + 1u)		/* never room for it: not -ENOSPC forever */
+		return emunic_err(-E2BIG, "emunic_mq_post_lists: %zu tasks in %u lists, more than the command ring's "
+				  "%u entries; nothing was posted", *total, nlists, d->cmd.mask + 1u);
 	return 0;
 }
 
@@ -385,6 +388,8 @@ static int post(const struct emunic_mq_list *lists, unsigned nlists, unsigned fl
 		free(p.sh);
 	if (!r)
 		nic_submitted(p.d, flags & EMUNIC_POST_WAIT_NEXT);
+	else if (r == -ENOSPC)
+		nic_poll_assist(p.d);	/* room held by completions not yet polled: a retry finds it */
 	return r;
 }
 

@@ -101,8 +101,11 @@ int nic_wait(struct emunic_dev *d, struct emunic_word *const *w, unsigned nw, bo
 			}
 			continue;
 		}
-		/* Nothing moved for a whole budget: the core takes over. */
+		/* Nothing moved for a whole budget: the core takes over.
+		 * Counted asleep first, so the hand-over sees a sleeper:
+		 * work in verbs is then urgent (its completion may be ours). */
 		d->st.wait_sleeps++;
+		atomic_fetch_add(&d->sleepers, 1);
 		if (assisting) {
 			assisting = false;
 			leave(d);
@@ -110,6 +113,7 @@ int nic_wait(struct emunic_dev *d, struct emunic_word *const *w, unsigned nw, bo
 		if (atomic_load_explicit(&d->notices, memory_order_relaxed))
 			nic_notices_flush(d);
 		emunic_word_sleep_any(w, seq, nw, deadline - now < SLEEP_SLICE_NS ? deadline - now : SLEEP_SLICE_NS);
+		atomic_fetch_sub(&d->sleepers, 1);
 		atomic_fetch_add(&d->assisting, 1);
 		assisting = true;
 		until = budget == UINT64_MAX ? budget : emunic_now_ns() + budget / 4;

@@ -58,7 +58,8 @@ uint64_t nic_next_due_ns(struct emunic_dev *d)
 
 bool nic_urgent(struct emunic_dev *d)
 {
-	if (d->stalled || !emunic_ring_empty(&d->cmd))
+	if (d->stalled || d->ready || !emunic_ring_empty(&d->cmd) ||
+	    (d->inflight && atomic_load_explicit(&d->sleepers, memory_order_relaxed)))
 		return true;
 	for (unsigned i = 0; i < d->nunits; i++)
 		if (d->unit[i]->pending && d->unit[i]->pending(d))

@@ -284,6 +284,7 @@ struct emunic_dev {
 	_Atomic uint32_t held;		/* 1: someone runs the engine */
 	_Atomic uint32_t kick;		/* work was asked for while it was held */
 	_Atomic uint32_t assisting;	/* app threads running the engine while they wait */
+	_Atomic uint32_t sleepers;	/* waiters asleep (or going to sleep) on their word */
 
 	/* the core thread (thread.c) */
 	pthread_t thread;
@@ -392,9 +393,10 @@ int nic_pass(struct emunic_dev *d);
 uint64_t nic_next_due_ns(struct emunic_dev *d);
 /* Work is pending that only a completion (or arrival) can move. */
 bool nic_pending(struct emunic_dev *d);
-/* ... and the completion is awaited: commands, a unit's work, a QP stalled
- * for verbs room.  Work merely in verbs is not: its completions are polled
- * by whoever polls or waits, or lazily (owner.c). */
+/* ... and the completion is awaited: commands, a unit's work, QPs with work
+ * for verbs (ready, or stalled for room), work in verbs while a waiter
+ * sleeps.  Otherwise work merely in verbs is not: its completions are
+ * polled by whoever polls or waits, or lazily (owner.c). */
 bool nic_urgent(struct emunic_dev *d);
 /* An app poll that found nothing: if the engine is free and only work in
  * verbs is left, poll verbs (as ibv_poll_cq reads what the HCA wrote).

@@ -90,6 +90,8 @@ static void hand_over(struct emunic_dev *d)
 	} else if (d->inflight && now + LAZY_NS < want) {
 		want = now + LAZY_NS;
 	}
+	if (assisted && want == UINT64_MAX)
+		want = now + SAFETY_NS;		/* as above: should it never leave */
 	/* Earlier than planned: move the timer.  An urgent wake planned for
 	 * work that is gone: push it out, so a tight post/wait loop never
 	 * wakes the core. */
@@ -141,6 +143,8 @@ bool nic_poll_assist(struct emunic_dev *d)
 	if (!d->inflight || nic_urgent(d))
 		return unown(d, true);
 	n = nic_verbs_poll(d);
+	if (d->ready)		/* room a completion freed: as a pass ends */
+		n += nic_verbs_push(d);
 	return unown(d, n == 0) || n > 0;
 }
 

@@ -186,6 +186,7 @@ void nic_qp_flush_unposted(struct emunic_qp *qp, int status)
 	qp->sq.tail = qp->sq.head;
 	complete_range(qp, &qp->rq, qp->rq.head, qp->rq.tail, status, false);
 	qp->rq.tail = qp->rq.head;
+	set_stalled(qp->o.dev, qp, false);	/* nothing left to push */
 }
 
 /* rxe before Linux 6.2 never flushes the receive queue of a QP in the error
@@ -477,8 +478,11 @@ int nic_verbs_push(struct emunic_dev *d)
 			 * min_rnr_timer (0.64 ms) of nothing. */
 			n += push_queue(d, qp, true);
 			n += push_queue(d, qp, false);
-			set_stalled(d, qp, unpushed(qp, true) || unpushed(qp, false));
 		}
+		/* Only an up QP waits for room; a failed or reconnecting one
+		 * waits for its connection unit, not a completion. */
+		set_stalled(d, qp, s == QP_UP && qp->vqp && !atomic_load_explicit(&qp->o.gone, memory_order_relaxed) &&
+				   (unpushed(qp, true) || unpushed(qp, false)));
 		qp = next;
 	}
 	return n;

@@ -121,7 +121,10 @@ int coll_post_lists(struct emunic_coll *c, unsigned n, uint64_t seq)
 
 	while (at < n) {
 		unsigned k = n - at < lim ? n - at : lim;
-		int r = coll_mq_post(c, c->task + at, k);
+		/* Only the last list's wait follows: a refused later one
+		 * must not leave the earlier ones without a hand-over. */
+		int r = emunic_mq_post_flags(c->mq, c->task + at, k,
+					     c->wait_next && at + k == n ? EMUNIC_POST_WAIT_NEXT : 0);
 
 		if (r == -ENOSPC && at) {
 			/* Part of it runs already: the rest must follow.  The

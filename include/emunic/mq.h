@@ -164,7 +164,7 @@ struct emunic_rkey emunic_mr_rkey(const struct emunic_mr *mr);
 int emunic_cq_create(struct emunic_dev *dev, unsigned depth, unsigned flags, struct emunic_cq **out);
 int emunic_cq_destroy(struct emunic_cq *cq);
 /* Up to n completions not consumed by a WAIT; returns how many.  Finding
- * none, it runs the engine once first when no other thread does and only
+ * none, it polls verbs once first when no other thread runs the engine and only
  * work in verbs is left (its completions are otherwise collected lazily;
  * other work is already the progress core's), so a polling app sees them
  * as soon as a waiting one would. */
@@ -302,7 +302,7 @@ struct emunic_mq_list {
 };
 int emunic_mq_post_lists(const struct emunic_mq_list *lists, unsigned nlists, unsigned flags);
 /* Up to n MQ completions (SIGNAL tasks); returns how many.  Finding none,
- * it runs the engine once first as emunic_cq_poll does. */
+ * it polls verbs once first as emunic_cq_poll does. */
 int emunic_mq_poll(struct emunic_mq *mq, struct emunic_wc *wc, int n);
 /* One MQ completion, waiting at most timeout_ms (< 0: forever); -ETIMEDOUT. */
 int emunic_mq_wait(struct emunic_mq *mq, struct emunic_wc *wc, int timeout_ms);

@@ -643,11 +643,13 @@ static void t_post_lists(void)
 		l[0].mq = l[1].mq = small;
 		l[1].n = 2;
 		CHECK(emunic_mq_post_lists(l, 2, 0) == -ENOSPC, "4 control tasks taken by an MQ of depth 2");
-		CHECK(emunic_mq_post_lists(l, 1, 0) == 0 && emunic_mq_wait(small, &wc, 5000) == 0 &&
-		      emunic_mq_wait(small, &wc, 5000) == 0, "one list of 2 on an MQ of depth 2 did not run");
-		/* Nothing went: no send to enable, no completion on either MQ. */
+		/* Nothing went: no send to enable (asked before the list below,
+		 * whose SEND_EN(0) would enable a leaked one). */
 		en.count = 1;
 		CHECK(emunic_mq_post(T->mq, &en, 1) == -EINVAL, "a refused post left a send posted");
+		CHECK(emunic_mq_post_lists(l, 1, 0) == 0 && emunic_mq_wait(small, &wc, 5000) == 0 &&
+		      emunic_mq_wait(small, &wc, 5000) == 0, "one list of 2 on an MQ of depth 2 did not run");
+		/* ... and no completion on either MQ. */
 		ms(300);
 		CHECK(emunic_mq_poll(T->mq, &wc, 1) == 0 && emunic_mq_poll(mq2, &wc, 1) == 0 &&
 		      emunic_mq_poll(small, &wc, 1) == 0, "a refused post completed a task");
