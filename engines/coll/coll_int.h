@@ -149,7 +149,8 @@ const char *coll_kind_str(enum emunic_coll_kind k);
  * to a collective, so the effect is one list's).  -ENOSPC only when nothing
  * was posted (retry); a later list waits for room within the bound, and if
  * it still fails, seq and every later operation fail with -EIO. */
-/* Every list of the engine goes to the MQ through this: a blocking
+/* Every list of the engine goes to the MQ through this (or, split,
+ * coll_post_lists, which shares its flag rule): a blocking
  * call's (c->wait_next) with EMUNIC_POST_WAIT_NEXT. */
 int coll_mq_post(struct emunic_coll *c, const struct emunic_task *t, unsigned n);
 int coll_post_lists(struct emunic_coll *c, unsigned n, uint64_t seq);

@@ -109,9 +109,17 @@ const char *coll_kind_str(enum emunic_coll_kind k)
 	       k == EMUNIC_COLL_ALLGATHER ? "allgather" : k == EMUNIC_COLL_GATHER ? "gather" : "?";
 }
 
+/* last: no list of the same operation follows, so a blocking call's wait
+ * does (a refused later list must not leave the earlier ones without a
+ * hand-over). */
+static int mq_post(struct emunic_coll *c, const struct emunic_task *t, unsigned n, bool last)
+{
+	return emunic_mq_post_flags(c->mq, t, n, c->wait_next && last ? EMUNIC_POST_WAIT_NEXT : 0);
+}
+
 int coll_mq_post(struct emunic_coll *c, const struct emunic_task *t, unsigned n)
 {
-	return emunic_mq_post_flags(c->mq, t, n, c->wait_next ? EMUNIC_POST_WAIT_NEXT : 0);
+	return mq_post(c, t, n, true);
 }
 
 int coll_post_lists(struct emunic_coll *c, unsigned n, uint64_t seq)
@@ -121,10 +129,7 @@ int coll_post_lists(struct emunic_coll *c, unsigned n, uint64_t seq)
 
 	while (at < n) {
 		unsigned k = n - at < lim ? n - at : lim;
-		/* Only the last list's wait follows: a refused later one
-		 * must not leave the earlier ones without a hand-over. */
-		int r = emunic_mq_post_flags(c->mq, c->task + at, k,
-					     c->wait_next && at + k == n ? EMUNIC_POST_WAIT_NEXT : 0);
+		int r = mq_post(c, c->task + at, k, at + k == n);
 
 		if (r == -ENOSPC && at) {
 			/* Part of it runs already: the rest must follow.  The
