@@ -77,6 +77,8 @@ def test_rxe0_active_and_emunic_gid_marked(rxe):
     # The device interface: the backend auto takes on rxe, and what rxe can do.
     assert re.search(r"^\tdevice interface:\s+backend emulated \(EMUNIC_BACKEND=auto: emulated \(rxe0: not an "
                      r"mlx5 device\)\); capabilities atomic write-imm rnr$", rxe0, re.M), rxe0
+    # ... so it lacks nothing the engines use (siw's line: test_siw.py).
+    assert "device lacks" not in rxe0, rxe0
     # The rest is ibv_devinfo's: one line says how to see it.
     assert re.search(r"^\tmore:\s+ibv_devinfo -d rxe0 -v$", rxe0, re.M), rxe0
 

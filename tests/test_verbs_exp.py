@@ -17,6 +17,12 @@ PROG = BIN + "/emunic-exp-barrier"
 SRC = os.path.join(ROOT, "tests", "bin", "emunic-exp-barrier.c")
 FLOWS = ["enable-on-unmanaged-qp", "wait-on-non-cross-channel-qp", "wait-on-non-cross-channel-cq",
          "enable-more-than-posted"]
+# The standard verbs calls a legacy program makes on the shim's objects, and
+# how each ends (the renames in verbs_exp.h, shim/verbs_exp/compat.c): done,
+# or the shim's documented error, never a crash in libibverbs.
+CALLS = [("ibv_modify_qp", "Operation not supported"), ("ibv_req_notify_cq", "Operation not supported"),
+         ("ibv_destroy_cq-in-use", "Device or resource busy"), ("ibv_destroy_qp", "done"),
+         ("ibv_destroy_cq", "done"), ("ibv_destroy_cq-own", "done")]
 
 
 def run(rxe, n, args, timeout=120, prog=PROG):
@@ -51,6 +57,10 @@ def test_barrier_and_bad_flows(rxe, n):
     for flow in FLOWS:
         lines = re.findall(r"rank \d+: bad flow %s: Invalid argument, as verbs_exp" % flow, out)
         assert len(lines) == n, out
+    for call, end in CALLS:
+        lines = re.findall(r"rank \d+: verbs call %s: %s, as the shim documents" % (call, end), out)
+        assert len(lines) == n, (call, out)
+    assert "ibv_modify_qp on QP" in out and "emunic_exp_connect(qp, peer)" in out, out
     # A task list over two management QPs whose second stretch finds its MQ
     # full is ENOMEM and posts nothing: the first stretch's enabled send
     # never arrives, and the enable index below is where it was.

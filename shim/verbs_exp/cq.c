@@ -80,6 +80,15 @@ static int vexp_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	return got ? got : err;
 }
 
+/* ibv_req_notify_cq: the shim's CQs have no completion channel (creating
+ * one with a channel is refused), so there is no event to ask for. */
+static int vexp_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	(void)solicited_only;
+	return vexp_fail(EOPNOTSUPP, "ibv_req_notify_cq on CQ %p: the shim's CQs have no completion channel; "
+			 "poll them (ibv_poll_cq)", (void *)ibcq);
+}
+
 struct ibv_cq *ibv_exp_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 				 struct ibv_comp_channel *channel, int comp_vector,
 				 struct ibv_exp_cq_init_attr *attr)
@@ -109,6 +118,7 @@ struct ibv_cq *ibv_exp_create_cq(struct ibv_context *context, int cqe, void *cq_
 	if (!r && (r = -emunic_cq_create(s->dev, (unsigned)cqe, 0, &cq->cq)))
 		vexp_fail(r, "ibv_exp_create_cq: emunic_cq_create");
 	s->ctx.ops.poll_cq = vexp_poll_cq;
+	s->ctx.ops.req_notify_cq = vexp_req_notify_cq;
 	if (!r) {
 		cq->all_next = s->cqs;
 		s->cqs = cq;

@@ -5,7 +5,8 @@
  * first object, and the shim's ibv_context), mr.c (registrations emunic
  * needs for the program's buffers), wr.c (one work request -> one emunic
  * task, with libmlx5's checks and counters), post.c (ibv_exp_post_send,
- * ibv_exp_post_task, ibv_post_recv), cq.c, qp.c, query.c.
+ * ibv_exp_post_task, ibv_post_recv), cq.c, qp.c, query.c, compat.c (the
+ * libibverbs calls verbs_exp.h renames for the shim's objects).
  */
 #ifndef SHIM_VERBS_EXP_VEXP_H
 #define SHIM_VERBS_EXP_VEXP_H

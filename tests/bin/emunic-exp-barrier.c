@@ -23,7 +23,11 @@
  * before every rank entered.  --no-barrier skips the barrier (the check
  * must then fail).  --errors first runs the bad flows, each of which must
  * fail as verbs_exp failed it (EINVAL, *bad_wr or *bad_task named) and leave
- * the QPs and CQs usable for the barriers that follow.  --enable-index
+ * the QPs and CQs usable for the barriers that follow, then the standard
+ * verbs calls on the shim's objects (verbs_calls): ibv_destroy_qp and
+ * ibv_destroy_cq work on them (EBUSY for a CQ in use) and on the program's
+ * own verbs objects, ibv_modify_qp and ibv_req_notify_cq fail EOPNOTSUPP
+ * rather than crash.  --enable-index
  * first checks that a task list over two management QPs refused for room
  * posts nothing (span_overflow), then that enable counts follow libmlx5's
  * index arithmetic (index_check).
@@ -294,6 +298,36 @@ static int bad_flows(const struct ctx *c)
 	return fails;
 }
 
+/* A standard verbs call on the shim's objects ends as the shim documents
+ * (README, "Porting verbs_exp"): done (0), or that error, never a crash. */
+static int expect_call(const struct ctx *c, const char *call, int r, int want)
+{
+	int good = r == want && (!want || errno == want);
+
+	printf("emunic-exp-barrier: rank %d: verbs call %s: %s%s\n", c->rank, call, r ? strerror(r) : "done",
+	       good ? ", as the shim documents" : ", NOT as the shim documents");
+	return good ? 0 : 1;
+}
+
+static int verbs_calls(struct ctx *c)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT };
+	struct ibv_cq *cq = make_cq(c, 0, 1), *own;
+	struct ibv_qp *qp = make_qp(c, cq, cq, 0);
+	int fails = 0;
+
+	fails += expect_call(c, "ibv_modify_qp", ibv_modify_qp(c->pqp, &a, IBV_QP_STATE), EOPNOTSUPP);
+	fails += expect_call(c, "ibv_req_notify_cq", ibv_req_notify_cq(c->ncq, 0), EOPNOTSUPP);
+	fails += expect_call(c, "ibv_destroy_cq-in-use", ibv_destroy_cq(cq), EBUSY);
+	fails += expect_call(c, "ibv_destroy_qp", ibv_destroy_qp(qp), 0);
+	fails += expect_call(c, "ibv_destroy_cq", ibv_destroy_cq(cq), 0);
+	/* The program's own verbs objects still reach libibverbs. */
+	if (!(own = ibv_create_cq(c->ibctx, 4, NULL, NULL, 0)))
+		die(c, "ibv_create_cq", errno);
+	fails += expect_call(c, "ibv_destroy_cq-own", ibv_destroy_cq(own), 0);
+	return fails;
+}
+
 /* ---- enable counts: libmlx5's index, in work requests ----------------------------- */
 
 static void enable(const struct ctx *c, int count, uint64_t flags)
@@ -460,7 +494,7 @@ int main(int argc, char **argv)
 	}
 	setup(&c, index);
 	if (errors)
-		fails = bad_flows(&c);
+		fails = bad_flows(&c) + verbs_calls(&c);
 	if (index && c.steps) {
 		fails += span_overflow(&c);
 		fails += index_check(&c);

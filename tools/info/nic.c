@@ -103,8 +103,26 @@ void show_verdict(struct ibv_context *ctx, const struct ibv_device_attr *a)
 		kv(1, "emulated NIC", "cannot start: %s", why);
 	else
 		kv(1, "emulated NIC", "can start (port %u, GID [%u]; --start tries it)", port, gid.gid_index);
-	if (emunic_ctx_is_iwarp(ctx))
-		kv(1, "iWARP lacks", "atomics, immediate data, RNR (the README's siw section: how each is handled)");
+}
+
+/* What the device cannot do of what emunic's engines use, from the
+ * capabilities the device interface read (so it is what emunic_dev_lacks()
+ * will say), in words. */
+static void show_lacks(uint32_t caps)
+{
+	static const struct { uint32_t cap; const char *what; } need[] = {
+		{ EMUNIC_SHIM_CAP_ATOMIC, "atomics" },
+		{ EMUNIC_SHIM_CAP_WRITE_IMM, "immediate data" },
+		{ EMUNIC_SHIM_CAP_RNR, "RNR" },
+	};
+	char buf[96] = "";
+	size_t off = 0;
+
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+		if (!(caps & need[i].cap))
+			off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%s", off ? ", " : "", need[i].what);
+	if (off)
+		kv(1, "device lacks", "%s (the README's siw section: how each is handled)", buf);
 }
 
 /* The backend the device interface would take here ($EMUNIC_BACKEND, the
@@ -117,9 +135,11 @@ void show_backend(struct ibv_context *ctx, const struct ibv_device_attr_ex *ax)
 
 	if (emunic_shim_open(&s, ctx, ax, getenv("EMUNIC_BACKEND")))
 		kv(1, "device interface", "cannot open: %s", s.why);
-	else
+	else {
 		kv(1, "device interface", "backend %s (%s); capabilities %s", emunic_shim_backend_str(s.backend),
 		   s.why, emunic_shim_caps_str(s.caps, caps, sizeof(caps)));
+		show_lacks(s.caps);
+	}
 }
 
 /* The sizes of emunic's QPs (emunic_qp_opts_default) against the device's. */

@@ -15,10 +15,11 @@
  *
  * What differs from MLNX_OFED (README, "Porting verbs_exp (CORE-Direct)
  * code to emunic"): QPs are connected with emunic_exp_connect() instead of
- * ibv_modify_qp() and an out-of-band QP-number exchange, and destroyed with
- * emunic_exp_destroy_qp()/_cq() (or left to the exit handler) instead of
- * ibv_destroy_qp()/_cq(); ibv_poll_cq, ibv_post_send and ibv_post_recv work
- * on the shim's objects as they did.
+ * ibv_modify_qp() and an out-of-band QP-number exchange (ibv_modify_qp on
+ * the shim's QPs is EOPNOTSUPP, and says so).  ibv_poll_cq, ibv_post_send,
+ * ibv_post_recv, ibv_destroy_qp and ibv_destroy_cq work on the shim's
+ * objects as they did (the last three through the renames at the end of
+ * this header); ibv_req_notify_cq is EOPNOTSUPP (no completion channels).
  */
 #ifndef INFINIBAND_VERBS_EXP_H
 #define INFINIBAND_VERBS_EXP_H
@@ -267,10 +268,23 @@ int ibv_exp_post_task(struct ibv_context *context, struct ibv_exp_task *task,
  * numbers.  Both ranks connect their QPs to each other in the same order.
  * A cross-channel QP used only as a management QP needs no connection. */
 int emunic_exp_connect(struct ibv_qp *qp, int peer);
-/* Replace ibv_destroy_qp / ibv_destroy_cq on the shim's objects (at exit
+/* What ibv_destroy_qp / ibv_destroy_cq do on the shim's objects (at exit
  * the shim destroys what is left and closes its emunic device). */
 int emunic_exp_destroy_qp(struct ibv_qp *qp);
 int emunic_exp_destroy_cq(struct ibv_cq *cq);
+
+/* libibverbs dispatches these to the provider that opened the context,
+ * which the shim's objects do not have: the program's calls come here
+ * (shim/verbs_exp/compat.c), which take the shim's objects and pass the
+ * program's own verbs objects on to libibverbs. */
+int emunic_exp_ibv_destroy_qp(struct ibv_qp *qp);
+int emunic_exp_ibv_destroy_cq(struct ibv_cq *cq);
+int emunic_exp_ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
+#ifndef EMUNIC_VEXP_NO_RENAME
+#define ibv_destroy_qp emunic_exp_ibv_destroy_qp
+#define ibv_destroy_cq emunic_exp_ibv_destroy_cq
+#define ibv_modify_qp emunic_exp_ibv_modify_qp
+#endif
 
 #ifdef __cplusplus
 }
