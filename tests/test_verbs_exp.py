@@ -22,7 +22,8 @@ FLOWS = ["enable-on-unmanaged-qp", "wait-on-non-cross-channel-qp", "wait-on-non-
 # or the shim's documented error, never a crash in libibverbs.
 CALLS = [("ibv_modify_qp", "Operation not supported"), ("ibv_req_notify_cq", "Operation not supported"),
          ("ibv_destroy_cq-in-use", "Device or resource busy"), ("ibv_destroy_qp", "done"),
-         ("ibv_destroy_cq", "done"), ("ibv_destroy_cq-own", "done")]
+         ("ibv_destroy_cq", "done"), ("ibv_modify_qp-own", "done"), ("ibv_destroy_qp-own", "done"),
+         ("ibv_destroy_cq-own", "done")]
 
 
 def run(rxe, n, args, timeout=120, prog=PROG):

@@ -157,9 +157,13 @@ int emunic_exp_destroy_cq(struct ibv_cq *ibcq)
 	if (!ibcq || !vexp_ours(ibcq->context))
 		return vexp_fail(EINVAL, "emunic_exp_destroy_cq: not a shim CQ");
 	cq = to_vcq(ibcq);
-	if (cq->users)
-		return vexp_fail(EBUSY, "emunic_exp_destroy_cq: %u QPs still use it", cq->users);
 	pthread_mutex_lock(&s->lock);
+	if (cq->users) {
+		unsigned n = cq->users;
+
+		pthread_mutex_unlock(&s->lock);
+		return vexp_fail(EBUSY, "emunic_exp_destroy_cq: still the send or receive CQ of QPs (%u uses)", n);
+	}
 	r = s->dev ? -emunic_cq_destroy(cq->cq) : 0;
 	for (struct vexp_cq **pp = &s->cqs; !r && *pp; pp = &(*pp)->all_next)
 		if (*pp == cq) {

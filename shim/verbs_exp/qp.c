@@ -122,6 +122,8 @@ int emunic_exp_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct vexp_state *s = vexp_get();
 	struct vexp_qp *qp, **pp;
+	uint32_t num;
+	int r = 0, e;
 
 	if (!ibqp || !vexp_ours(ibqp->context))
 		return vexp_fail(EINVAL, "emunic_exp_destroy_qp: not a QP of ibv_exp_create_qp");
@@ -137,12 +139,17 @@ int emunic_exp_destroy_qp(struct ibv_qp *ibqp)
 		*pp = qp->all_next;
 	qp->scq->users--;
 	qp->rcq->users--;
+	/* An emunic object whose destroy failed is dead all the same (it
+	 * cannot be used or destroyed again; the device's close frees it),
+	 * so the QP is gone either way: the error only says the engine did
+	 * not confirm it. */
 	if (s->dev) {
-		emunic_mq_destroy(qp->mq);
-		if (qp->qp)
-			emunic_qp_destroy(qp->qp);
+		r = emunic_mq_destroy(qp->mq);
+		if (qp->qp && (e = emunic_qp_destroy(qp->qp)) && !r)
+			r = e;
 	}
 	pthread_mutex_unlock(&s->lock);
+	num = ibqp->qp_num;
 	free(qp);
-	return 0;
+	return r ? vexp_fail(-r, "emunic_exp_destroy_qp: QP %u", num) : 0;
 }

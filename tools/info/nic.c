@@ -105,9 +105,9 @@ void show_verdict(struct ibv_context *ctx, const struct ibv_device_attr *a)
 		kv(1, "emulated NIC", "can start (port %u, GID [%u]; --start tries it)", port, gid.gid_index);
 }
 
-/* What the device cannot do of what emunic's engines use, from the
- * capabilities the device interface read (so it is what emunic_dev_lacks()
- * will say), in words. */
+/* What the device cannot do of what emunic's engines use, in words, from
+ * the capability bits the device interface read (the bits
+ * emunic_dev_lacks() reads). */
 static void show_lacks(uint32_t caps)
 {
 	static const struct { uint32_t cap; const char *what; } need[] = {
@@ -118,7 +118,7 @@ static void show_lacks(uint32_t caps)
 	char buf[96] = "";
 	size_t off = 0;
 
-	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]) && off < sizeof(buf); i++)
 		if (!(caps & need[i].cap))
 			off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%s", off ? ", " : "", need[i].what);
 	if (off)

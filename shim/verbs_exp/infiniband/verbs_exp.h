@@ -18,8 +18,9 @@
  * ibv_modify_qp() and an out-of-band QP-number exchange (ibv_modify_qp on
  * the shim's QPs is EOPNOTSUPP, and says so).  ibv_poll_cq, ibv_post_send,
  * ibv_post_recv, ibv_destroy_qp and ibv_destroy_cq work on the shim's
- * objects as they did (the last three through the renames at the end of
- * this header); ibv_req_notify_cq is EOPNOTSUPP (no completion channels).
+ * objects as they did (the two destroys, and ibv_modify_qp, through the
+ * renames at the end of this header, in the files that include it);
+ * ibv_req_notify_cq is EOPNOTSUPP (no completion channels).
  */
 #ifndef INFINIBAND_VERBS_EXP_H
 #define INFINIBAND_VERBS_EXP_H
