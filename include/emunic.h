@@ -150,6 +150,8 @@ struct emunic_dev_stats {
 	uint64_t waits;			/* bounded waits */
 	uint64_t wait_sleeps;		/* ... that slept (assisting did not finish them) */
 	int realtime;			/* the core thread runs at real-time priority */
+	int core_own_cpu;		/* ... on a CPU of its own (pinned): else an MQ's WAIT
+					 * is left to the application's wait or poll */
 };
 int emunic_dev_stats(struct emunic_dev *dev, struct emunic_dev_stats *out);
 /* Out-of-band exchange among the device's ranks (through its boot channel),

@@ -24,6 +24,7 @@ CHECKS = {
     "wait_next": "a list posted EMUNIC_POST_WAIT_NEXT whose wait never comes still runs (the core); "
                  "unknown post flags are EINVAL",
     "quiet_handover": "a blocking post/wait loop does not set the progress core's timer each round",
+    "lazy_start": "a nonblocking start's WAIT is left to the app's wait where the core shares its CPUs",
     "post_lists": "emunic_mq_post_lists posts its lists to their MQs as one unit: a refused one (EINVAL, "
                   "ENOSPC for an MQ's room over its lists) posts nothing of any; a valid pair runs",
 }
@@ -56,6 +57,16 @@ def test_mq_rule(rxe, check):
     out = run_ctest(rxe, "%s/emunic-run -n 2 -t 60 %s/emunic-mqtest %s" % (BIN, BIN, check), timeout=90,
                     what=CHECKS[check])
     assert "emunic-mqtest: %s: PASS" % check in out, out
+
+
+def test_a_pinned_core_is_handed_a_start_s_wait(rxe):
+    """With the core pinned (EMUNIC_CPU: a CPU of its own), a nonblocking
+    start hands its WAIT over to it (the hand-over timer), as lazy_start
+    without a pinned core must not."""
+    out = run_ctest(rxe, "EMUNIC_CPU=1 %s/emunic-run -n 2 -t 60 %s/emunic-mqtest lazy_start" % (BIN, BIN),
+                    timeout=90)
+    assert "emunic-mqtest: lazy_start: PASS" in out, out
+    assert "core on a CPU of its own" in out and "shared CPUs" not in out, out
 
 
 def test_rnr_names_the_failure(rxe):

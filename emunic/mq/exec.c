@@ -244,6 +244,11 @@ static bool pending(struct emunic_dev *d)
 	return d->mq->queued != 0;
 }
 
+static bool runnable(struct emunic_dev *d)
+{
+	return d->mq->ready != NULL;	/* else every queued task is behind a WAIT */
+}
+
 /* ---- objects going, closing ------------------------------------------------------------------- */
 
 static void unblock(struct emunic_mq *mq)
@@ -317,7 +322,7 @@ static void free_mq(struct obj *o)
 }
 
 static const struct nic_unit mq_unit = {
-	.name = "mq", .step = step, .pending = pending, .release = release, .cancel_all = cancel_all, .fini = fini,
+	.name = "mq", .step = step, .pending = pending, .runnable = runnable, .release = release, .cancel_all = cancel_all, .fini = fini,
 };
 
 int emunic_mq_unit_init(struct emunic_dev *d)

@@ -61,9 +61,13 @@ bool nic_urgent(struct emunic_dev *d)
 	if (d->stalled || d->ready || !emunic_ring_empty(&d->cmd) ||
 	    (d->inflight && atomic_load_explicit(&d->sleepers, memory_order_relaxed)))
 		return true;
-	for (unsigned i = 0; i < d->nunits; i++)
-		if (d->unit[i]->pending && d->unit[i]->pending(d))
+	for (unsigned i = 0; i < d->nunits; i++) {
+		const struct nic_unit *u = d->unit[i];
+
+		if ((u->runnable && u->runnable(d)) ||
+		    (u->pending && (u->wake_core || !d->core_shares_cpu) && u->pending(d)))
 			return true;
+	}
 	return false;
 }
 

@@ -300,6 +300,7 @@ struct emunic_dev {
 	int wake_timer;			/* timerfd (wake.c) */
 	void *uring;
 	bool rt;			/* the core runs at real-time priority */
+	bool core_shares_cpu;		/* not pinned to a CPU of its own (thread.c) */
 
 	/* the engine */
 	struct ibv_comp_channel *chan;
@@ -393,10 +394,13 @@ int nic_pass(struct emunic_dev *d);
 uint64_t nic_next_due_ns(struct emunic_dev *d);
 /* Work is pending that only a completion (or arrival) can move. */
 bool nic_pending(struct emunic_dev *d);
-/* ... and the completion is awaited: commands, a unit's work, QPs with work
- * for verbs (ready, or stalled for room), work in verbs while a waiter
- * sleeps.  Otherwise work merely in verbs is not: its completions are
- * polled by whoever polls or waits, or lazily (owner.c). */
+/* ... and the core must come for it soon: commands, a unit's runnable work,
+ * QPs with work for verbs (ready, or stalled for room), work in verbs while
+ * a waiter sleeps, and a unit's pending work where the core has a CPU of
+ * its own or the unit wakes it anyway (triggers).  Otherwise work merely in
+ * verbs, or an MQ's WAIT where the core shares the application's CPUs, is
+ * not: its completions are polled by whoever polls or waits, or lazily
+ * (owner.c). */
 bool nic_urgent(struct emunic_dev *d);
 /* An app poll that found nothing: if the engine is free and only work in
  * verbs is left, poll verbs (as ibv_poll_cq reads what the HCA wrote).

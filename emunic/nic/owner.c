@@ -10,12 +10,16 @@
  * requester gets the token.
  *
  * An application thread that gives the token back hands the engine over to
- * the core thread: if work is left that a completion must move (a unit's,
- * a QP stalled for verbs room), the core's timer is set to wake it shortly
- * (the application usually comes back first, to wait, and then the core
- * never wakes); work merely in verbs is found by the app's own poll or wait
- * (nic_poll_assist, assist.c), else collected within LAZY; a unit's
- * deadline sets the timer too.
+ * the core thread: if work is left that the core must move (engine.c
+ * nic_urgent: a unit's, a QP stalled for verbs room), the core's timer is
+ * set to wake it shortly (the application usually comes back first, to
+ * wait, and then the core never wakes); work merely in verbs, and an MQ's
+ * WAIT where the core shares the application's CPUs, is found by the app's
+ * own poll or wait (nic_poll_assist, assist.c), else collected within LAZY
+ * (there, a core woken while the application computes takes the CPU from
+ * that work: a nonblocking collective started, computed over, then waited
+ * for took longer than the work and the collective one after the other);
+ * a unit's deadline sets the timer too.
  */
 #include "emunic/nic/nic.h"
 
@@ -137,14 +141,14 @@ bool nic_poll_assist(struct emunic_dev *d)
 		return false;		/* the holder polls */
 	/* Urgent work already has its hand-over (the core's timer), and a
 	 * blocking call's wait runs it: a poll looks only for completions of
-	 * work merely in verbs, which nobody else would collect soon.  Those
-	 * complete tasks and need no unit's step (work that would is urgent);
-	 * what a completion does start anyway is handed over as usual. */
+	 * work in verbs that nobody else collects soon (merely in verbs, or
+	 * behind an MQ's WAIT where the core shares the CPUs).  What they make
+	 * runnable (a WAIT satisfied, room freed), this thread runs. */
 	if (!d->inflight || nic_urgent(d))
 		return unown(d, true);
 	n = nic_verbs_poll(d);
-	if (d->ready)		/* room a completion freed: as a pass ends */
-		n += nic_verbs_push(d);
+	if (n && nic_urgent(d))
+		n += nic_pass(d);
 	return unown(d, n == 0) || n > 0;
 }
 

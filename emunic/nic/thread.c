@@ -301,6 +301,13 @@ int nic_core_start(struct emunic_dev *d)
 {
 	int r;
 
+	/* The core has a CPU of its own exactly when it is pinned: the open
+	 * pins it only to a free CPU, or to one $EMUNIC_CPU names for it.
+	 * Where it has none, waking it while the application computes only
+	 * takes the CPU from that work (owner.c, engine.c nic_urgent). */
+	d->core_shares_cpu = d->attr.cpu < 0;
+	d->st.core_own_cpu = !d->core_shares_cpu;
+
 	if ((r = nic_wake_init(d, d->idle != EMUNIC_IDLE_SPIN)))
 		return r;
 	if (d->idle != EMUNIC_IDLE_SPIN && (r = sleep_init(d)))

@@ -21,6 +21,15 @@ struct nic_unit {
 	uint64_t (*next_due_ns)(struct emunic_dev *d, uint64_t now);
 	/* Holds work that only a completion or an arrival can move. */
 	bool (*pending)(struct emunic_dev *d);
+	/* That work is the NIC's alone (triggers fire with the application
+	 * away): the core is handed it even where it shares a CPU with the
+	 * application.  Else (an MQ's WAITs) there the application's own wait
+	 * or poll collects it, or the lazy hand-over: waking the core would
+	 * take the CPU from the application's work (owner.c). */
+	bool wake_core;
+	/* Has work its next step would do now, with no event (optional: a
+	 * unit whose pending work wakes the core anyway needs none). */
+	bool (*runnable)(struct emunic_dev *d);
 	/* The engine linked a new object of the device. */
 	void (*attach)(struct emunic_dev *d, struct obj *o);
 	/* An object goes: the unit lets go of it (its work was completed or

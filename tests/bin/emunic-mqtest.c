@@ -573,38 +573,73 @@ static void t_wait_next(void)
 	sync_ranks();
 }
 
-/* A blocking exchange loop (each round: SEND, WAIT for the peer's, posted
- * EMUNIC_POST_WAIT_NEXT, then emunic_mq_wait) leaves the progress core's
- * timer alone: work merely in verbs after a wait is collected lazily, and
- * a post whose wait follows hands nothing over, so the timer is not set
- * and pushed out again every round (it was, twice a round, before). */
-static void t_quiet_handover(void)
+enum { EXCHANGE_ROUNDS = 200 };
+
+/* ROUNDS exchange rounds (SEND, WAIT for the peer's, posted with `flags`,
+ * then emunic_mq_wait); the device's stats before and after, and the
+ * core's timer sets a round, printed. */
+static double exchange_rounds(unsigned flags, struct emunic_dev_stats *a, struct emunic_dev_stats *b)
 {
-	enum { ROUNDS = 200 };
-	struct emunic_dev_stats a, b;
 	struct emunic_wc wc;
 	double per;
 
 	setup(0, 7);
-	for (unsigned i = 0; i < ROUNDS; i++)
+	for (unsigned i = 0; i < EXCHANGE_ROUNDS; i++)
 		post1(data(EMUNIC_TASK_RECV, i % 16));
 	sync_ranks();
-	CHECK(!emunic_dev_stats(T->dev, &a), "stats");
-	for (unsigned i = 0; i < ROUNDS; i++) {
+	CHECK(!emunic_dev_stats(T->dev, a), "stats");
+	for (unsigned i = 0; i < EXCHANGE_ROUNDS; i++) {
 		struct emunic_task l[2] = { data(EMUNIC_TASK_SEND, 16 + i % 16),
 					    ctl(EMUNIC_TASK_WAIT, i + 1, EMUNIC_TASK_SIGNAL) };
-		int r = emunic_mq_post_flags(T->mq, l, 2, EMUNIC_POST_WAIT_NEXT);
+		int r = emunic_mq_post_flags(T->mq, l, 2, flags);
 
 		CHECK(!r, "round %u: post: %s", i, strerror(-r));
 		r = emunic_mq_wait(T->mq, &wc, 10000);
 		CHECK(!r && wc.status == 0, "round %u: wait: %s, status %d", i, strerror(-r), wc.status);
 	}
-	CHECK(!emunic_dev_stats(T->dev, &b), "stats");
-	per = (double)(b.timer_sets - a.timer_sets) / ROUNDS;
-	printf("emunic-mqtest: rank %d: %.2f timer sets, %.2f core wakes a round\n", T->rank, per,
-	       (double)(b.core_wakes - a.core_wakes) / ROUNDS);
+	CHECK(!emunic_dev_stats(T->dev, b), "stats");
+	per = (double)(b->timer_sets - a->timer_sets) / EXCHANGE_ROUNDS;
+	printf("emunic-mqtest: rank %d: core on %s: %.2f timer sets, %.2f core wakes a round\n", T->rank,
+	       b->core_own_cpu ? "a CPU of its own" : "shared CPUs", per,
+	       (double)(b->core_wakes - a->core_wakes) / EXCHANGE_ROUNDS);
+	return per;
+}
+
+/* A blocking exchange loop (posted EMUNIC_POST_WAIT_NEXT) leaves the
+ * progress core's timer alone: work merely in verbs after a wait is
+ * collected lazily, and a post whose wait follows hands nothing over, so
+ * the timer is not set and pushed out again every round (it was, twice a
+ * round, before). */
+static void t_quiet_handover(void)
+{
+	struct emunic_dev_stats a, b;
+	double per = exchange_rounds(EMUNIC_POST_WAIT_NEXT, &a, &b);
+
 	CHECK(per < 0.5, "the core's timer was set %.2f times a round (%llu in %d rounds): hand-overs on the "
-	      "blocking path", per, (unsigned long long)(b.timer_sets - a.timer_sets), ROUNDS);
+	      "blocking path", per, (unsigned long long)(b.timer_sets - a.timer_sets), EXCHANGE_ROUNDS);
+	sync_ranks();
+}
+
+/* A nonblocking exchange loop (posted with no flag): where the progress
+ * core shares the application's CPUs (not pinned), the WAIT a start leaves
+ * behind sets no hand-over timer: the application's own wait collects it
+ * (before, the core woke 50 us into the application's work, took its CPU,
+ * and the start, work and wait took longer than the work and the wait one
+ * after the other).  Where the core has a CPU of its own (EMUNIC_CPU pins
+ * it), the start hands the WAIT over: the two ranks together set the timer
+ * at least every other round (the rank that waits for the other sets it). */
+static void t_lazy_start(void)
+{
+	struct emunic_dev_stats a, b;
+	double per = exchange_rounds(0, &a, &b), all[2];
+
+	CHECK(!emunic_dev_allgather(T->dev, &per, sizeof(per), all), "allgather");
+	if (!b.core_own_cpu)
+		CHECK(per < 0.5, "the core's timer was set %.2f times a round (%llu in %d rounds) by nonblocking starts, "
+		      "on shared CPUs", per, (unsigned long long)(b.timer_sets - a.timer_sets), EXCHANGE_ROUNDS);
+	else
+		CHECK(all[0] + all[1] >= 0.5, "a start handed its WAIT over %.2f + %.2f times a round, with the core on "
+		      "a CPU of its own", all[0], all[1]);
 	sync_ranks();
 }
 
@@ -692,7 +727,7 @@ static const struct { const char *name; void (*fn)(void); unsigned needs; } chec
 	{ "wait_error", t_wait_error, EMUNIC_LACKS_RNR }, { "close_inflight", t_close_inflight, 0 },
 	{ "invalid", t_invalid, 0 }, { "list_limit", t_list_limit, 0 },
 	{ "wait_before_failure", t_wait_before_failure, EMUNIC_LACKS_RNR }, { "wait_next", t_wait_next, 0 },
-	{ "quiet_handover", t_quiet_handover, 0 },
+	{ "quiet_handover", t_quiet_handover, 0 }, { "lazy_start", t_lazy_start, 0 },
 	{ "post_lists", t_post_lists, 0 },
 };
 
