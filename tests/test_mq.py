@@ -24,6 +24,7 @@ CHECKS = {
     "wait_next": "a list posted EMUNIC_POST_WAIT_NEXT whose wait never comes still runs (the core); "
                  "unknown post flags are EINVAL",
     "quiet_handover": "a blocking post/wait loop does not set the progress core's timer each round",
+    "start_away": "a start whose app never waits or polls still moves within the lazy hand-over (< 0.5 s)",
     "lazy_start": "a nonblocking start's WAIT is left to the app's wait where the core shares its CPUs",
     "post_lists": "emunic_mq_post_lists posts its lists to their MQs as one unit: a refused one (EINVAL, "
                   "ENOSPC for an MQ's room over its lists) posts nothing of any; a valid pair runs",

@@ -65,7 +65,8 @@ bool nic_urgent(struct emunic_dev *d)
 		const struct nic_unit *u = d->unit[i];
 
 		if ((u->runnable && u->runnable(d)) ||
-		    (u->pending && (u->wake_core || !d->core_shares_cpu) && u->pending(d)))
+		    (u->pending && (u->wake_core || !atomic_load_explicit(&d->core_shares_cpu, memory_order_relaxed)) &&
+		     u->pending(d)))
 			return true;
 	}
 	return false;

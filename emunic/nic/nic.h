@@ -300,7 +300,7 @@ struct emunic_dev {
 	int wake_timer;			/* timerfd (wake.c) */
 	void *uring;
 	bool rt;			/* the core runs at real-time priority */
-	bool core_shares_cpu;		/* not pinned to a CPU of its own (thread.c) */
+	_Atomic bool core_shares_cpu;	/* not pinned to a CPU of its own (thread.c) */
 
 	/* the engine */
 	struct ibv_comp_channel *chan;
@@ -402,9 +402,10 @@ bool nic_pending(struct emunic_dev *d);
  * not: its completions are polled by whoever polls or waits, or lazily
  * (owner.c). */
 bool nic_urgent(struct emunic_dev *d);
-/* An app poll that found nothing: if the engine is free and only work in
- * verbs is left, poll verbs (as ibv_poll_cq reads what the HCA wrote).
- * True when it did anything. */
+/* An app poll that found nothing: if the engine is free and nothing urgent
+ * is left, poll verbs (as ibv_poll_cq reads what the HCA wrote), and run a
+ * pass if what it found made work runnable (a WAIT met).  Never from a
+ * thread that runs some device's engine.  True when it did anything. */
 bool nic_poll_assist(struct emunic_dev *d);
 /* Device closing: every unit fails what cannot finish. */
 void nic_cancel_all(struct emunic_dev *d);

@@ -137,8 +137,11 @@ bool nic_poll_assist(struct emunic_dev *d)
 {
 	int n;
 
-	if (nic_owned(d) || !nic_own(d))
-		return false;		/* the holder polls */
+	/* The holder polls; and a thread in some device's engine (a handler
+	 * polling another device) must not run a second engine inside it
+	 * (owner_of names one device). */
+	if (owner_of || !nic_own(d))
+		return false;
 	/* Urgent work already has its hand-over (the core's timer), and a
 	 * blocking call's wait runs it: a poll looks only for completions of
 	 * work in verbs that nobody else collects soon (merely in verbs, or

@@ -77,8 +77,11 @@ static void pin(struct emunic_dev *d)
 		return;
 	CPU_ZERO(&set);
 	CPU_SET(d->attr.cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set))
+	if (sched_setaffinity(0, sizeof(set), &set)) {
 		nic_notice(d, "progress core: cannot pin to CPU %d; running unpinned", d->attr.cpu);
+		atomic_store(&d->core_shares_cpu, true);	/* no CPU of its own after all */
+		d->st.core_own_cpu = 0;
+	}
 }
 
 /* ---- sleeping ------------------------------------------------------------------------- */
@@ -301,12 +304,14 @@ int nic_core_start(struct emunic_dev *d)
 {
 	int r;
 
-	/* The core has a CPU of its own exactly when it is pinned: the open
-	 * pins it only to a free CPU, or to one $EMUNIC_CPU names for it.
-	 * Where it has none, waking it while the application computes only
-	 * takes the CPU from that work (owner.c, engine.c nic_urgent). */
-	d->core_shares_cpu = d->attr.cpu < 0;
-	d->st.core_own_cpu = !d->core_shares_cpu;
+	/* The core has a CPU of its own exactly when it is pinned (pin() says
+	 * if that fails): the open pins it only to a free CPU, or to one of the
+	 * rank's own when it has two or more, or where $EMUNIC_CPU says (the
+	 * user's word for it).  Where it has none, waking it while the
+	 * application computes only takes the CPU from that work (owner.c,
+	 * engine.c nic_urgent). */
+	atomic_store(&d->core_shares_cpu, d->attr.cpu < 0);
+	d->st.core_own_cpu = d->attr.cpu >= 0;
 
 	if ((r = nic_wake_init(d, d->idle != EMUNIC_IDLE_SPIN)))
 		return r;
