@@ -23,6 +23,8 @@ static int off_open(enum emunic_coll_kind kind, struct emunic_boot *boot, struct
 	ca.max_bytes = a->max_bytes;
 	ca.segment = a->segment;
 	ca.timeout_ms = a->timeout_ms;
+	ca.signal = a->signal;
+	ca.conn = a->conn;
 	r = emunic_coll_create(dev, &ca, &c);
 	*h = c;
 	return r;
@@ -41,6 +43,18 @@ static int off_test(void *req)
 static int off_wait(void *req, int timeout_ms)
 {
 	return emunic_coll_wait(req, timeout_ms);
+}
+
+static int off_barrier(void *h, const struct emunic_coll_call *c)
+{
+	(void)c;
+	return emunic_barrier(h);
+}
+
+static int off_ibarrier(void *h, const struct emunic_coll_call *c, void **req)
+{
+	(void)c;
+	return emunic_ibarrier(h, (struct emunic_coll_req **)req);
 }
 
 static int off_allreduce(void *h, const struct emunic_coll_call *c)
@@ -99,6 +113,51 @@ static int off_igather(void *h, const struct emunic_coll_call *c, void **req)
 	  .start = nonblocking, .test = off_test, .wait = off_wait }
 
 /* ---- the baselines ------------------------------------------------------------ */
+
+static int bar_open(enum emunic_coll_kind kind, struct emunic_boot *boot, struct emunic_dev *dev,
+		    const struct emunic_coll_impl_attr *a, void **h)
+{
+	struct emunic_ptp_attr pa;
+	struct emunic_ptp *p = NULL;
+	int r;
+
+	(void)kind;
+	(void)dev;	/* the baseline opens its own */
+	emunic_ptp_attr_init(&pa);
+	pa.signal = a->signal;
+	pa.timeout_ms = a->timeout_ms;
+	pa.spin_us = a->spin_us;
+	r = emunic_ptp_create(boot, &pa, &p);
+	*h = p;
+	return r;
+}
+
+static int bar_close(void *h)
+{
+	return emunic_ptp_destroy(h);
+}
+
+static int bar_call(void *h, const struct emunic_coll_call *c)
+{
+	(void)c;
+	return emunic_ptp_barrier(h);
+}
+
+static int bar_start(void *h, const struct emunic_coll_call *c, void **req)
+{
+	(void)c;
+	return emunic_ptp_ibarrier(h, (struct emunic_ptp_req **)req);
+}
+
+static int bar_test(void *req)
+{
+	return emunic_ptp_test(req);
+}
+
+static int bar_wait(void *req, int timeout_ms)
+{
+	return emunic_ptp_wait(req, timeout_ms);
+}
 
 static int ar_open(enum emunic_coll_kind kind, struct emunic_boot *boot, struct emunic_dev *dev,
 		   const struct emunic_coll_impl_attr *a, void **h)
@@ -237,6 +296,14 @@ static int ga_start(void *h, const struct emunic_coll_call *c, void **req)
 	  .start = nonblocking, .test = xg_test, .wait = xg_wait }
 
 /* ---- the tables ------------------------------------------------------------------ */
+
+const struct emunic_coll_ops emunic_barrier_ops = {
+	.name = "barrier",
+	.kind = EMUNIC_COLL_BARRIER,
+	.offload = OFFLOAD(off_barrier, off_ibarrier),
+	.baseline = { .create = "emunic_ptp_create", .open = bar_open, .close = bar_close, .call = bar_call,
+		      .start = bar_start, .test = bar_test, .wait = bar_wait },
+};
 
 const struct emunic_coll_ops emunic_allreduce_ops = {
 	.name = "allreduce",

@@ -15,8 +15,8 @@
  * builder is reached as every caller reaches it, through
  * emunic_coll_create(kind), which runs engines/coll's struct coll_alg for
  * that kind (its setup, post and fence); engines/coll stays unaware of the
- * table.  The barrier is not here yet: its benchmark and tests drive the
- * ptp barrier's own attributes (signal, spin) directly.
+ * table.  The barrier is here too: its signal (SEND or WRITE_IMM, both
+ * implementations) and the offload's connections are attributes.
  */
 #ifndef EMUNIC_BASELINE_COLL_OPS_H
 #define EMUNIC_BASELINE_COLL_OPS_H
@@ -28,7 +28,7 @@
 
 /* One call of a collective, whichever implementation runs it. */
 struct emunic_coll_call {
-	const void *sbuf;	/* bcast: unused */
+	const void *sbuf;	/* bcast: unused; barrier: none of these */
 	void *rbuf;		/* bcast: the buffer, the root's data */
 	size_t count;		/* allreduce: elements; bcast: bytes; the exchanges: a block's bytes */
 	int type, op;		/* allreduce: enum emunic_calc_type, enum emunic_calc_op */
@@ -41,6 +41,8 @@ struct emunic_coll_impl_attr {
 	size_t segment;		/* bcast and the exchanges: bytes a segment; 0: the default */
 	int timeout_ms;		/* bounds connecting and every wait: 0 is 30000, < 0 none */
 	int spin_us;		/* the baseline's waits poll this long, then sleep (< 0: always poll) */
+	enum emunic_coll_signal signal;	/* barrier: how a step signals (both) */
+	enum emunic_coll_conn conn;	/* barrier: the offload's QPs */
 };
 
 /*
@@ -67,6 +69,7 @@ struct emunic_coll_ops {
 	struct emunic_coll_impl baseline;	/* host-progressed, baseline/ptp_*.c */
 };
 
+extern const struct emunic_coll_ops emunic_barrier_ops;
 extern const struct emunic_coll_ops emunic_allreduce_ops;
 extern const struct emunic_coll_ops emunic_bcast_ops;
 extern const struct emunic_coll_ops emunic_alltoall_ops;

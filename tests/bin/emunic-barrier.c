@@ -8,6 +8,7 @@
  * the library, and checks with one test call that the barrier completed
  * meanwhile (offload progress); the host-progressed PTP baseline fails that.
  */
+#include "baseline/coll_ops.h"
 #include "baseline/ptp.h"
 
 #include <emunic.h>
@@ -46,36 +47,34 @@ struct bar {
 	struct opts o;
 	struct emunic_boot *boot;
 	struct emunic_dev *dev;
-	struct emunic_coll *coll;
-	struct emunic_ptp *ptp;
+	const struct emunic_coll_impl *ops;	/* emunic_barrier_ops' offload or baseline; NULL: none */
+	void *h;
 	int rank, size;
 	uint64_t rng;
 };
 
-/* ---- the two implementations behind one face ------------------------------ */
+/* ---- the two implementations, from the barrier's ops table ----------------- */
+
+static const struct emunic_coll_call no_args;
 
 static int do_barrier(struct bar *b)
 {
-	if (b->o.impl == IMPL_NONE)
-		return 0;
-	return b->o.impl == IMPL_MQ ? emunic_barrier(b->coll) : emunic_ptp_barrier(b->ptp);
+	return b->ops ? b->ops->call(b->h, &no_args) : 0;
 }
 
 static int do_ibarrier(struct bar *b, void **req)
 {
-	if (b->o.impl == IMPL_MQ)
-		return emunic_ibarrier(b->coll, (struct emunic_coll_req **)req);
-	return emunic_ptp_ibarrier(b->ptp, (struct emunic_ptp_req **)req);
+	return b->ops->start(b->h, &no_args, req);
 }
 
 static int do_test(struct bar *b, void *req)
 {
-	return b->o.impl == IMPL_MQ ? emunic_coll_test(req) : emunic_ptp_test(req);
+	return b->ops->test(req);
 }
 
 static int do_wait(struct bar *b, void *req)
 {
-	return b->o.impl == IMPL_MQ ? emunic_coll_wait(req, b->o.timeout_ms) : emunic_ptp_wait(req, b->o.timeout_ms);
+	return b->ops->wait(req, b->o.timeout_ms);
 }
 
 static const char *impl_name(const struct bar *b)
@@ -89,22 +88,28 @@ static int fail(const struct bar *b, int err, const char *what)
 	return err;
 }
 
+static struct emunic_coll_impl_attr impl_attr(const struct bar *b)
+{
+	return (struct emunic_coll_impl_attr){ .timeout_ms = b->o.ca.timeout_ms, .signal = b->o.ca.signal,
+					       .conn = b->o.ca.conn };
+}
+
 static int setup_ptp(struct bar *b)
 {
+	struct emunic_coll_impl_attr a = impl_attr(b);
 	struct emunic_ptp_attr pa;
 	int r;
 
-	emunic_ptp_attr_init(&pa);
-	pa.signal = b->o.ca.signal;
-	pa.timeout_ms = b->o.timeout_ms;
-	if (b->o.spin_us != -2)
-		pa.spin_us = b->o.spin_us;
-	r = emunic_ptp_create(b->boot, &pa, &b->ptp);
-	return r ? fail(b, r, "emunic_ptp_create") : 0;
+	emunic_ptp_attr_init(&pa);	/* its default spin */
+	a.spin_us = b->o.spin_us != -2 ? b->o.spin_us : pa.spin_us;
+	b->ops = &emunic_barrier_ops.baseline;
+	r = b->ops->open(EMUNIC_COLL_BARRIER, b->boot, NULL, &a, &b->h);
+	return r ? fail(b, r, b->ops->create) : 0;
 }
 
 static int setup_mq(struct bar *b)
 {
+	struct emunic_coll_impl_attr a = impl_attr(b);
 	struct emunic_dev_attr da;
 	int r;
 
@@ -113,8 +118,9 @@ static int setup_mq(struct bar *b)
 	r = emunic_dev_open(b->boot, &da, &b->dev);
 	if (r)
 		return fail(b, r, "emunic_dev_open");
-	r = emunic_coll_create(b->dev, &b->o.ca, &b->coll);
-	return r ? fail(b, r, "emunic_coll_create") : 0;
+	b->ops = &emunic_barrier_ops.offload;
+	r = b->ops->open(EMUNIC_COLL_BARRIER, b->boot, b->dev, &a, &b->h);
+	return r ? fail(b, r, b->ops->create) : 0;
 }
 
 static int setup(struct bar *b)
@@ -136,10 +142,10 @@ static int teardown(struct bar *b)
 {
 	int r = 0, t;
 
-	if (b->coll && (t = emunic_coll_destroy(b->coll)))
-		r = fail(b, t, "emunic_coll_destroy");
-	if (b->ptp && (t = emunic_ptp_destroy(b->ptp)))
-		r = fail(b, t, "emunic_ptp_destroy");
+	/* The offload's close is emunic_coll_destroy, the baseline's
+	 * emunic_ptp_destroy. */
+	if (b->h && (t = b->ops->close(b->h)))
+		r = fail(b, t, b->o.impl == IMPL_MQ ? "emunic_coll_destroy" : "emunic_ptp_destroy");
 	if (b->dev && (t = emunic_dev_close(b->dev)))
 		r = fail(b, t, "emunic_dev_close");
 	if (b->boot)
@@ -387,7 +393,7 @@ static int skew_test(struct bar *b)
 			       "%ld violations; last entry to last exit %.1f us mean, %.1f us max; %.2f s\n",
 			       impl_name(b), emunic_coll_signal_str(b->o.ca.signal),
 			       emunic_coll_conn_str(b->o.ca.conn), b->size,
-			       b->coll ? emunic_coll_qp_count(b->coll) : b->size - 1, b->o.rounds, b->o.skew_us,
+			       b->o.impl == IMPL_MQ ? emunic_coll_qp_count(b->h) : b->size - 1, b->o.rounds, b->o.skew_us,
 			       v.violations, v.mean_us, v.max_us, t0 / 1e9);
 		r = report_done(b, v.violations ? EXIT_VERIFY : 0);
 	}

@@ -36,8 +36,8 @@ struct impl {
 	bool ptp;
 	enum emunic_idle want;
 	struct emunic_dev *dev;
-	struct emunic_coll *coll;
-	struct emunic_ptp *p;
+	const struct emunic_coll_impl *ops;	/* emunic_barrier_ops' offload or baseline */
+	void *h;
 };
 
 /* What the header reports, learnt while running. */

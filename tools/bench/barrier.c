@@ -2,7 +2,8 @@
 /*
  * barrier measures, for the offloaded barrier (MQ: emunic_coll on the
  * progress core) and the host-progressed point-to-point one (PTP:
- * emunic_ptp, which moves only inside its test and wait calls):
+ * emunic_ptp, which moves only inside its test and wait calls), both taken
+ * from the barrier's ops table (baseline/coll_ops.h):
  *  1. barrier and ibarrier latency (seed 003, figs. 4 and 5);
  *  2. CPU availability with a test loop: post an ibarrier, alternate small
  *     work quanta with test until it completes (seed 003, fig. 6);
@@ -20,28 +21,28 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-/* ---- the two implementations behind one face -------------------------------- */
+/* ---- the two implementations, from the barrier's ops table ------------------- */
+
+static const struct emunic_coll_call no_args;
 
 static int im_barrier(struct impl *im)
 {
-	return im->ptp ? emunic_ptp_barrier(im->p) : emunic_barrier(im->coll);
+	return im->ops->call(im->h, &no_args);
 }
 
 static int im_ibarrier(struct impl *im, void **req)
 {
-	if (im->ptp)
-		return emunic_ptp_ibarrier(im->p, (struct emunic_ptp_req **)req);
-	return emunic_ibarrier(im->coll, (struct emunic_coll_req **)req);
+	return im->ops->start(im->h, &no_args, req);
 }
 
 static int im_test(struct impl *im, void *req)
 {
-	return im->ptp ? emunic_ptp_test(req) : emunic_coll_test(req);
+	return im->ops->test(req);
 }
 
 static int im_wait(struct impl *im, void *req, int timeout_ms)
 {
-	return im->ptp ? emunic_ptp_wait(req, timeout_ms) : emunic_coll_wait(req, timeout_ms);
+	return im->ops->wait(req, timeout_ms);
 }
 
 /* Nice is per thread on Linux and inherited by the threads it creates: the
@@ -60,24 +61,26 @@ static int im_open(struct bench *b, const struct bar_opts *o, struct impl *im, s
 {
 	int r;
 
+	struct emunic_coll_impl_attr a = { .timeout_ms = o->timeout_ms, .signal = o->ca.signal, .conn = o->ca.conn };
+	struct emunic_dev_attr da;
+
 	if (o->app_nice && (r = set_app_nice(b, im, im->ptp ? o->app_nice : 0)))
 		return r;
 	if (im->ptp) {
 		struct emunic_ptp_attr pa;
 
-		emunic_ptp_attr_init(&pa);
-		pa.signal = o->ca.signal;
-		pa.timeout_ms = o->timeout_ms;
+		emunic_ptp_attr_init(&pa);	/* its default spin */
+		a.spin_us = pa.spin_us;
 		if (o->ptp_spin_us != -2)
-			pa.spin_us = o->ptp_spin_us;
+			a.spin_us = o->ptp_spin_us;
 		else if (sysconf(_SC_NPROCESSORS_ONLN) >= bench_local_ranks(b))
-			pa.spin_us = -1;	/* a core each: poll, as seed 003's PTP did */
-		info->ptp_spin_us = pa.spin_us;
+			a.spin_us = -1;	/* a core each: poll, as seed 003's PTP did */
+		info->ptp_spin_us = a.spin_us;
 		info->ptp_qps = b->size - 1;
-		r = emunic_ptp_create(b->boot, &pa, &im->p);
-		return r ? bench_err(b, r, "ptp: emunic_ptp_create") : 0;
+		im->ops = &emunic_barrier_ops.baseline;
+		r = im->ops->open(EMUNIC_COLL_BARRIER, b->boot, NULL, &a, &im->h);
+		return r ? bench_err(b, r, "ptp: %s", im->ops->create) : 0;
 	}
-	struct emunic_dev_attr da;
 
 	emunic_dev_attr_init(&da);
 	da.idle = im->want;
@@ -90,11 +93,12 @@ static int im_open(struct bench *b, const struct bar_opts *o, struct impl *im, s
 	snprintf(info->device, sizeof(info->device), "%s", emunic_dev_name(im->dev));
 	if (im->want == EMUNIC_IDLE_DEFAULT)
 		info->have_default = true;
-	r = emunic_coll_create(im->dev, &o->ca, &im->coll);
+	im->ops = &emunic_barrier_ops.offload;
+	r = im->ops->open(EMUNIC_COLL_BARRIER, b->boot, im->dev, &a, &im->h);
 	if (r)
-		return bench_err(b, r, "%s: emunic_coll_create (%s, %s)", im->name,
+		return bench_err(b, r, "%s: %s (%s, %s)", im->name, im->ops->create,
 				 emunic_coll_signal_str(o->ca.signal), emunic_coll_conn_str(o->ca.conn));
-	info->mq_qps = emunic_coll_qp_count(im->coll);
+	info->mq_qps = emunic_coll_qp_count(im->h);	/* the offload's handle is its emunic_coll */
 	return 0;
 }
 
@@ -102,15 +106,12 @@ static int im_close(struct bench *b, struct impl *im)
 {
 	int r = 0, t;
 
-	if (im->coll && (t = emunic_coll_destroy(im->coll)))
-		r = bench_err(b, t, "%s: emunic_coll_destroy", im->name);
+	if (im->h && (t = im->ops->close(im->h)))
+		r = bench_err(b, t, "%s: closing what %s made", im->name, im->ops->create);
 	if (im->dev && (t = emunic_dev_close(im->dev)))
 		r = r ? r : bench_err(b, t, "%s: emunic_dev_close", im->name);
-	if (im->p && (t = emunic_ptp_destroy(im->p)))
-		r = r ? r : bench_err(b, t, "ptp: emunic_ptp_destroy");
-	im->coll = NULL;
+	im->h = NULL;
 	im->dev = NULL;
-	im->p = NULL;
 	return r;
 }
 
