@@ -274,6 +274,7 @@ int emunic_dev_stats(struct emunic_dev *d, struct emunic_dev_stats *out)
 	if (!d || !out)
 		return -EINVAL;
 	*out = d->st;
+	out->core_own_cpu = !atomic_load(&d->core_shares_cpu);	/* the engine's own flag, not a copy */
 	return 0;
 }
 

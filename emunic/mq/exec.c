@@ -322,7 +322,8 @@ static void free_mq(struct obj *o)
 }
 
 static const struct nic_unit mq_unit = {
-	.name = "mq", .step = step, .pending = pending, .runnable = runnable, .release = release, .cancel_all = cancel_all, .fini = fini,
+	.name = "mq", .step = step, .pending = pending, .runnable = runnable, .release = release,
+	.cancel_all = cancel_all, .fini = fini,
 };
 
 int emunic_mq_unit_init(struct emunic_dev *d)

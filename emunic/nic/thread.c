@@ -80,7 +80,6 @@ static void pin(struct emunic_dev *d)
 	if (sched_setaffinity(0, sizeof(set), &set)) {
 		nic_notice(d, "progress core: cannot pin to CPU %d; running unpinned", d->attr.cpu);
 		atomic_store(&d->core_shares_cpu, true);	/* no CPU of its own after all */
-		d->st.core_own_cpu = 0;
 	}
 }
 
@@ -311,7 +310,6 @@ int nic_core_start(struct emunic_dev *d)
 	 * application computes only takes the CPU from that work (owner.c,
 	 * engine.c nic_urgent). */
 	atomic_store(&d->core_shares_cpu, d->attr.cpu < 0);
-	d->st.core_own_cpu = d->attr.cpu >= 0;
 
 	if ((r = nic_wake_init(d, d->idle != EMUNIC_IDLE_SPIN)))
 		return r;

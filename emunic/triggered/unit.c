@@ -131,8 +131,8 @@ static void free_eq(struct obj *o)
 }
 
 static const struct nic_unit trig_unit = {
-	.name = "triggered", .step = step, .next_due_ns = next_due, .pending = pending, .wake_core = true, .attach = attach,
-	.release = release, .cancel_all = cancel_all, .fini = fini,
+	.name = "triggered", .step = step, .next_due_ns = next_due, .pending = pending, .wake_core = true,
+	.attach = attach, .release = release, .cancel_all = cancel_all, .fini = fini,
 };
 
 int emunic_trig_unit_init(struct emunic_dev *d)
