@@ -10,9 +10,11 @@
  * with the reason instead of passing without it.
  */
 #include "emunic/verbs.h"
+#include "emunic/base/log.h"
 
 #include <errno.h>
 #include <ifaddrs.h>
+#include <pthread.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
 #include <stdio.h>
@@ -68,4 +70,46 @@ const char *emunic_vdev_lacks(const struct emunic_vdev *d, unsigned what)
 		return "no RNR on iWARP: a send that finds no receive posted ends the connection "
 		       "instead of being retried";
 	return NULL;
+}
+
+/*
+ * siw's mmap keys.  Linux 6.1's siw hands a queue's mmap key out as its
+ * first page offset in the context, first fit from 0 with no upper bound,
+ * and libsiw takes the key 0x90000 (SIW_INVAL_UOBJ_KEY, which is
+ * SIW_UOBJ_MAX_KEY + 1) as "no mapping": the CQ or QP whose queue starts
+ * at page 0x90 fails to create (errno left stale), whatever its size.  All
+ * of a process's emunic devices on one siw share librdmacm's context, so
+ * the 0x90th page comes up with the second QP of a triggered test, or a
+ * second device's CQ.  One guard CQ per context, made before anything
+ * else of emunic's and kept for the process's life, takes pages 0 to 0x100
+ * (32768 entries: 1 MiB), so no queue of emunic's starts at 0x90.
+ */
+#define SIW_VENDOR_ID 0x626d74		/* "bmt": the kernel's siw.h */
+#define SIW_GUARD_CQE 32768
+#define SIW_GUARDS 16
+
+void emunic_siw_key_guard(struct ibv_context *ctx, const struct ibv_device_attr_ex *attr)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static struct {
+		struct ibv_context *ctx;
+		struct ibv_cq *cq;
+	} guard[SIW_GUARDS];
+
+	if (attr->orig_attr.vendor_id != SIW_VENDOR_ID)
+		return;
+	pthread_mutex_lock(&lock);
+	for (int i = 0; i < SIW_GUARDS; i++) {
+		if (guard[i].ctx == ctx)
+			break;
+		if (!guard[i].ctx) {
+			guard[i].ctx = ctx;
+			guard[i].cq = ibv_create_cq(ctx, SIW_GUARD_CQE, NULL, NULL, 0);
+			if (!guard[i].cq)	/* it found 0x90 free first: the context was used before us */
+				emunic_debug("device %s: siw's mmap-key guard CQ could not be made: a queue that "
+					     "starts at page 0x90 will fail", ibv_get_device_name(ctx->device));
+			break;
+		}
+	}
+	pthread_mutex_unlock(&lock);
 }

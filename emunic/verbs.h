@@ -64,6 +64,9 @@ bool emunic_ctx_is_iwarp(struct ibv_context *ctx);
 /* The IPv4 address of the interface whose MAC is the first six bytes of an
  * iWARP GID: 0, or -EADDRNOTAVAIL. */
 int emunic_iwarp_addr(const union ibv_gid *gid, struct in_addr *out);
+/* On siw, once per context: keeps any queue of emunic's from the one mmap
+ * key libsiw cannot take (iwarp.c says why). */
+void emunic_siw_key_guard(struct ibv_context *ctx, const struct ibv_device_attr_ex *attr);
 /* emunic_dev_lacks() (emunic.h, EMUNIC_LACKS_*) of the verbs device. */
 const char *emunic_vdev_lacks(const struct emunic_vdev *d, unsigned what);
 

@@ -120,7 +120,8 @@ unsigned emunic_dev_list_tasks(const struct emunic_dev *dev);
  * that needs one skips with this reason (README, "siw").
  */
 #define EMUNIC_LACKS_ATOMIC (1u << 0)	/* fetch_add: a verbs atomic */
-#define EMUNIC_LACKS_IMM (1u << 1)	/* WRITE_IMM, and target-side counting, which rides on it */
+#define EMUNIC_LACKS_IMM (1u << 1)	/* an MQ's WRITE_IMM (triggered ops' target counting
+					 * goes by SEND instead: not refused) */
 #define EMUNIC_LACKS_RNR (1u << 2)	/* a send that finds no receive is retried (RNR), and
 					 * fails at the sender when retries run out */
 const char *emunic_dev_lacks(const struct emunic_dev *dev, unsigned what);

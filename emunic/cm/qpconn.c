@@ -96,6 +96,9 @@ int conn_create_vqp(struct emunic_dev *d, struct emunic_qp *qp)
 			 .max_send_sge = 1, .max_recv_sge = 1, .max_inline_data = 0 },
 	};
 
+	if (qp->imm_by_send)	/* the SEND that carries an immediate goes inline */
+		ia.cap.max_inline_data = sizeof(struct nic_imm_msg);
+
 	qp->vqp = ibv_create_qp(d->v->pd, &ia);
 	if (!qp->vqp)
 		return emunic_err(-errno, "peer %d qp #%d: ibv_create_qp failed (%s)", qp->peer, qp->index,

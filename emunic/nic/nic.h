@@ -150,6 +150,12 @@ enum qp_state {
 	QP_CLOSED,
 };
 
+/* A write-with-immediate's immediate and length, as the SEND that stands
+ * for it carries them (imm_send.c); network order. */
+struct nic_imm_msg {
+	uint32_t imm, len;
+};
+
 struct emunic_qp {
 	struct obj o;
 	int peer, index;		/* index: the k-th QP to this peer */
@@ -179,6 +185,11 @@ struct emunic_qp {
 	uint64_t conn_id;		/* set by the connection unit */
 	uint64_t imm_sent;		/* writes-with-immediate handed to verbs on it */
 	uint64_t rx_conn, rx_count;	/* latest connection anything arrived on; arrivals */
+	/* ... on a device without immediate data (imm_send.c) */
+	bool imm_by_send;		/* writes-with-immediate go as WRITE + SEND */
+	struct nic_imm_msg *imm_slots;	/* where arrivals land: the receive queue's depth */
+	struct ibv_mr *imm_mr;
+	uint32_t imm_next;		/* the slot the next receive gets */
 	struct qp_conn *conn;		/* the connection unit's */
 	struct fault_qp *flt;		/* the fault unit's (NULL: no rule touched it) */
 };
@@ -437,6 +448,18 @@ void nic_qp_give_up(struct emunic_qp *qp, int status);
 uint64_t nic_qp_cancel(struct emunic_qp *qp);
 /* A new verbs QP: post the receives arrivals need (TRIGGERED QPs). */
 int nic_qp_arrivals_init(struct emunic_dev *d, struct emunic_qp *qp);
+/* Immediate data by SEND (imm_send.c), on a QP with imm_by_send: its
+ * receive slots (registered at its first connection, freed with it); the
+ * slot and buffer of the next receive; the WRITE (if t has data) and SEND
+ * that carry a WRITE_IMM task t, built at wr/sge/msg (returns how many:
+ * 1 or 2, each with wr_id, the last one's next left for the caller); and
+ * an arrival in `slot` turned back into a write-with-immediate's wc. */
+int nic_imm_slots_init(struct emunic_dev *d, struct emunic_qp *qp);
+void nic_imm_slots_fini(struct emunic_qp *qp);
+uint32_t nic_imm_recv_slot(struct emunic_qp *qp, struct ibv_sge *sge);
+unsigned nic_imm_build_send(struct ibv_send_wr *wr, struct ibv_sge *sge, struct nic_imm_msg *msg,
+			    const struct nic_task *t, uint64_t wr_id);
+void nic_imm_from_send(struct emunic_qp *qp, struct ibv_wc *wc, uint32_t slot);
 /* A fault rule released the receives it held. */
 void nic_qp_post_owed(struct emunic_dev *d, struct emunic_qp *qp);
 /* The verbs QP and what the CQ still holds of it go (reconnection). */

@@ -197,9 +197,10 @@ struct emunic_qp *nic_qp_new(struct emunic_dev *d, int peer, const struct emunic
 		qp->attr.timeout = 14;
 	atomic_init(&qp->state, QP_NEW);
 	trig = qp->attr.flags & EMUNIC_QP_TRIGGERED;
-	/* Arrivals are writes with immediate data; a device that has none
-	 * (siw) gets none, and libsiw refuses the buffer-less receives. */
-	qp->arrivals = trig && !emunic_vdev_lacks(d->v, EMUNIC_LACKS_IMM);
+	/* Arrivals are writes with immediate data; on a device that has none
+	 * (siw) they are SENDs carrying it, into slots (imm_send.c). */
+	qp->arrivals = trig;
+	qp->imm_by_send = trig && emunic_vdev_lacks(d->v, EMUNIC_LACKS_IMM);
 	/* Held (managed) work can run far ahead of verbs: queues are deeper.
 	 * A triggered QP's queue is the engine's alone and grows: fired ops
 	 * wait there for verbs room, never refused. */
@@ -222,6 +223,7 @@ void nic_obj_free(struct obj *o)
 	if (o->kind == OBJ_QP) {
 		nic_fifo_fini(&((struct emunic_qp *)o)->sq);
 		nic_fifo_fini(&((struct emunic_qp *)o)->rq);
+		nic_imm_slots_fini((struct emunic_qp *)o);
 	}
 	if (d->obj_free[o->kind])
 		d->obj_free[o->kind](o);

@@ -48,6 +48,13 @@ static int post_recv(struct emunic_dev *d, struct ibv_qp *qp, struct ibv_recv_wr
 
 /* ---- queueing ------------------------------------------------------------------- */
 
+/* The task consumes a receive at the peer, which counts it per connection
+ * (reconnection's delivered count: imm_sent, imm_idx). */
+static bool counted_at_peer(const struct nic_task *t)
+{
+	return t->op == EMUNIC_TASK_WRITE_IMM || t->op == EMUNIC_TASK_SEND || t->op == EMUNIC_TASK_CALC;
+}
+
 /* Up to where a queue's tasks may go to verbs: an enable's, or all. */
 static uint64_t released_of(const struct emunic_qp *qp, bool recv)
 {
@@ -265,6 +272,7 @@ uint64_t nic_qp_cancel(struct emunic_qp *qp)
 static int post_recvs(struct emunic_dev *d, struct emunic_qp *qp, unsigned n)
 {
 	struct ibv_recv_wr wr[CHAIN_MAX], *bad;
+	struct ibv_sge sge[CHAIN_MAX];
 
 	while (n) {
 		unsigned k = 0;
@@ -277,6 +285,11 @@ static int post_recvs(struct emunic_dev *d, struct emunic_qp *qp, unsigned n)
 				break;
 			}
 			wr[k] = (struct ibv_recv_wr){ .wr_id = wr_id(qp, 0, true), .next = &wr[k + 1] };
+			if (qp->imm_by_send) {
+				wr[k].wr_id = wr_id(qp, nic_imm_recv_slot(qp, &sge[k]), true);
+				wr[k].sg_list = &sge[k];
+				wr[k].num_sge = 1;
+			}
 		}
 		if (!k)
 			return 0;
@@ -294,8 +307,12 @@ static int post_recvs(struct emunic_dev *d, struct emunic_qp *qp, unsigned n)
 
 int nic_qp_arrivals_init(struct emunic_dev *d, struct emunic_qp *qp)
 {
+	int r;
+
 	if (!qp->arrivals || qp->recvs_posted)
 		return 0;
+	if ((r = nic_imm_slots_init(d, qp)))
+		return r;
 	qp->recvs_posted = true;
 	return post_recvs(d, qp, qp->attr.depth);
 }
@@ -348,31 +365,26 @@ static void build_send(struct ibv_send_wr *wr, struct ibv_sge *sge, const struct
 	}
 }
 
-/* Posts the chain [first, first + k) of f; on failure only the ones verbs
- * took count.  Returns how many went. */
-static unsigned post_chain(struct emunic_dev *d, struct emunic_qp *qp, struct nic_fifo *f, uint64_t first,
-			   unsigned k, bool recv, void *wrs)
+/* Posts a chain of nwr work requests: 0 or verbs' error, with *took set
+ * to how many it took (on a failure, those before the one it names). */
+static int post_chain(struct emunic_dev *d, struct emunic_qp *qp, unsigned nwr, bool recv, void *wrs,
+		      unsigned *took)
 {
-	unsigned took = k;
 	int r;
 
+	*took = nwr;
 	if (recv) {
 		struct ibv_recv_wr *w = wrs, *bad = NULL;
 
-		r = post_recv(d, qp->vqp, w, &bad);
-		if (r)
-			took = bad ? (unsigned)(bad - w) : 0;
+		if ((r = post_recv(d, qp->vqp, w, &bad)))
+			*took = bad ? (unsigned)(bad - w) : 0;
 	} else {
 		struct ibv_send_wr *w = wrs, *bad = NULL;
 
-		r = post_send(d, qp->vqp, w, &bad);
-		if (r)
-			took = bad ? (unsigned)(bad - w) : 0;
+		if ((r = post_send(d, qp->vqp, w, &bad)))
+			*took = bad ? (unsigned)(bad - w) : 0;
 	}
-	if (r)
-		nic_notice(d, "peer %d qp %u: posting %s failed (%s)", qp->peer, atomic_load(&qp->qpn),
-			   emunic_task_op_str(nic_fifo_at(f, first + took)->op), strerror(-r));
-	return took;
+	return r;
 }
 
 static int push_queue(struct emunic_dev *d, struct emunic_qp *qp, bool recv)
@@ -382,49 +394,64 @@ static int push_queue(struct emunic_dev *d, struct emunic_qp *qp, bool recv)
 	struct ibv_send_wr swr[CHAIN_MAX];
 	struct ibv_recv_wr rwr[CHAIN_MAX];
 	struct ibv_sge sge[CHAIN_MAX];
+	struct nic_imm_msg msg[CHAIN_MAX];
+	uint8_t last_wr[CHAIN_MAX];	/* a task's last work request (imm_by_send: two a task) */
+	/* Tasks verbs may hold: as many as work requests, or half as many
+	 * where a task may be two (the verbs QP keeps the same size: siw's
+	 * queue mappings are size-sensitive, README "siw"). */
+	uint32_t room = !recv && qp->imm_by_send ? qp->attr.depth / 2 : qp->attr.depth;
 	int n = 0;
 
 	for (;;) {
 		uint64_t first = f->head;
-		unsigned k = 0, took;
+		unsigned k = 0, w = 0, took, wtook;
+		int r;
 
-		while (k < CHAIN_MAX && first + k < f->tail && first + k < released &&
-		       first + k - f->done < qp->attr.depth) {
+		while (w < CHAIN_MAX && first + k < f->tail && first + k < released &&
+		       first + k - f->done < room) {
 			struct nic_task *t = nic_fifo_at(f, first + k);
 
 			if (recv) {
 				if (d->fault && !d->fault->recv_ok(d, qp))
 					break;		/* an rnr rule holds receives back */
-				sge[k] = (struct ibv_sge){ .addr = t->addr, .length = t->len, .lkey = t->lkey };
-				rwr[k] = (struct ibv_recv_wr){ .wr_id = wr_id(qp, first + k, true), .sg_list = &sge[k],
-							       .num_sge = t->len ? 1 : 0, .next = &rwr[k + 1] };
+				sge[w] = (struct ibv_sge){ .addr = t->addr, .length = t->len, .lkey = t->lkey };
+				rwr[w] = (struct ibv_recv_wr){ .wr_id = wr_id(qp, first + k, true), .sg_list = &sge[w],
+							       .num_sge = t->len ? 1 : 0, .next = &rwr[w + 1] };
+				w++;
+			} else if (t->op == EMUNIC_TASK_WRITE_IMM && qp->imm_by_send) {
+				if (w + 2 > CHAIN_MAX)
+					break;
+				w += nic_imm_build_send(&swr[w], &sge[w], &msg[k], t, wr_id(qp, first + k, false));
 			} else {
-				swr[k] = (struct ibv_send_wr){ .wr_id = wr_id(qp, first + k, false), .next = &swr[k + 1] };
+				swr[w] = (struct ibv_send_wr){ .wr_id = wr_id(qp, first + k, false), .next = &swr[w + 1] };
 				if (t->op == EMUNIC_TASK_CALC)
 					nic_task_calc(t);	/* released only now: its operands are ready */
-				build_send(&swr[k], &sge[k], t);
+				build_send(&swr[w], &sge[w], t);
+				w++;
+			}
+			if (!recv) {
 				t->imm_idx = qp->imm_sent;
-				if (t->op == EMUNIC_TASK_WRITE_IMM || t->op == EMUNIC_TASK_SEND || t->op == EMUNIC_TASK_CALC)
+				if (counted_at_peer(t))
 					qp->imm_sent++;
 			}
-			k++;
+			last_wr[k++] = (uint8_t)(w - 1);
 		}
 		if (!k)
 			return n;
 		if (recv) {
-			rwr[k - 1].next = NULL;
+			rwr[w - 1].next = NULL;
 		} else {
 			/* Signaled: the chain's last, any task whose completion is
 			 * counted, and one in SIGNAL_EVERY; the others complete
 			 * when a later one does. */
-			swr[k - 1].next = NULL;
+			swr[w - 1].next = NULL;
 			for (unsigned i = 0; i < k; i++) {
 				struct nic_task *t = nic_fifo_at(f, first + i);
 
 				t->signaled = i == k - 1 || !(t->flags & NIC_TASK_QUIET) ||
 					      ++qp->sq_unsignaled >= SIGNAL_EVERY;
 				if (t->signaled) {
-					swr[i].send_flags = IBV_SEND_SIGNALED;
+					swr[last_wr[i]].send_flags |= IBV_SEND_SIGNALED;
 					qp->sq_unsignaled = 0;
 				}
 			}
@@ -434,7 +461,14 @@ static int push_queue(struct emunic_dev *d, struct emunic_qp *qp, bool recv)
 		for (unsigned i = 0; i < k && emunic_tl_on; i++)
 			EMUNIC_TL(TL_WR_POSTED, TL_TRACK_QP, NIC_HANDLE_INDEX(qp->o.handle), qp->peer,
 				  nic_fifo_at(f, first + i)->wr_id, nic_fifo_at(f, first + i)->op, first + i);
-		took = post_chain(d, qp, f, first, k, recv, recv ? (void *)rwr : (void *)swr);
+		r = post_chain(d, qp, w, recv, recv ? (void *)rwr : (void *)swr, &wtook);
+		/* A task whose last request verbs refused did not go (a WRITE
+		 * of it that went is sent again with it: the same bytes). */
+		for (took = 0; took < k && last_wr[took] < wtook; took++)
+			;
+		if (r)
+			nic_notice(d, "peer %d qp %u: posting %s failed (%s)", qp->peer, atomic_load(&qp->qpn),
+				   emunic_task_op_str(nic_fifo_at(f, first + took)->op), strerror(-r));
 		for (unsigned i = 0; i < took; i++) {
 			struct nic_task *t = nic_fifo_at(f, first + i);
 
@@ -444,8 +478,12 @@ static int push_queue(struct emunic_dev *d, struct emunic_qp *qp, bool recv)
 		f->head += took;
 		d->inflight += took;
 		n += (int)took;
-		if (took < k)
+		if (took < k) {
+			for (unsigned i = took; i < k && !recv; i++)	/* counted again when it goes */
+				if (counted_at_peer(nic_fifo_at(f, first + i)))
+					qp->imm_sent--;
 			return n;
+		}
 	}
 }
 
@@ -498,6 +536,8 @@ static unsigned final_how(enum ibv_wc_status st)
 
 static void arrival(struct emunic_dev *d, struct emunic_qp *qp, struct ibv_wc *wc, enum ibv_wc_status fail)
 {
+	if (qp->imm_by_send)	/* read before the slot is posted again, below */
+		nic_imm_from_send(qp, wc, (uint32_t)((wc->wr_id >> 1) & IDX_MASK));
 	if (wc->status == IBV_WC_SUCCESS && wc->qp_num == atomic_load(&qp->qpn)) {
 		/* Counted per connection: a reconnection tells the peer. */
 		if (qp->rx_conn != qp->conn_id) {

@@ -84,10 +84,10 @@ static int lacks(struct emunic_dev *d, const struct emunic_op *op)
 {
 	const char *why = NULL;
 
+	/* A target is told in immediate data, or where the device has none
+	 * by the SEND that stands for it (nic/imm_send.c): never refused. */
 	if (op->kind == EMUNIC_OP_FETCH_ADD)
 		why = emunic_vdev_lacks(d->v, EMUNIC_LACKS_ATOMIC);
-	if (!why && op->target.id)	/* the target is told in immediate data */
-		why = emunic_vdev_lacks(d->v, EMUNIC_LACKS_IMM);
 	if (!why)
 		return 0;
 	return emunic_err(-EOPNOTSUPP, "%s to peer %d (user %llu): device %s: %s; nothing was posted",

@@ -40,6 +40,9 @@
  * offset in the entry's units.  A get from an entry is RDMA READ; when it
  * completes the getter's progress core sends the entry's owner a zero-length
  * WRITE with immediate, so the target counts gets it never saw on its CPU.
+ * A device without immediate data (iWARP) sends the RDMA WRITE, then a
+ * SEND of the immediate and the length, which the target's engine reads
+ * as the write-with-immediate it stands for.
  */
 #ifndef EMUNIC_TRIGGERED_H
 #define EMUNIC_TRIGGERED_H
@@ -196,9 +199,10 @@ struct emunic_op {
 };
 
 /* Runs op now (on the progress core): 0, -EINVAL (nothing posted), -ENOSPC.
- * Any post: -EOPNOTSUPP (nothing posted) for a fetch_add, or an op that
- * tells its target, on a device without atomics or immediate data
- * (emunic_dev_lacks). */
+ * Any post: -EOPNOTSUPP (nothing posted) for a fetch_add on a device
+ * without atomics (emunic_dev_lacks).  On a device without immediate data
+ * (iWARP) an op that tells its target still runs: the target is told by a
+ * SEND after the data (README, "siw"). */
 int emunic_op_post(struct emunic_dev *dev, const struct emunic_op *op);
 /* Runs op once trig.success + trig.failure >= threshold. */
 int emunic_trig_post(struct emunic_dev *dev, const struct emunic_op *op, struct emunic_ct *trig,
