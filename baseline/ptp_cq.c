@@ -40,23 +40,23 @@ int ptp_ops_status(const struct ptp_ops *o, uint64_t seq)
 
 int ptp_cq_open(struct ptp_cq *c, struct emunic_vdev *dev, int depth, const char *who)
 {
+	int r;
+
 	c->shim = &dev->shim;
 	c->ch = ibv_create_comp_channel(dev->ctx);
 	if (!c->ch)
 		return emunic_err(-errno, "%s: ibv_create_comp_channel failed: %s", who, strerror(errno));
 	fcntl(c->ch->fd, F_SETFL, fcntl(c->ch->fd, F_GETFL) | O_NONBLOCK);
-	c->cq = ibv_create_cq(dev->ctx, depth, NULL, c->ch, 0);
-	if (!c->cq)
-		return emunic_err(-errno, "%s: ibv_create_cq(%d) failed: %s", who, depth, strerror(errno));
-	return 0;
+	r = emunic_shim_create_cq(c->shim, dev->ctx, depth, c->ch, &c->cq);
+	return r ? emunic_err(r, "%s: creating a CQ of %d entries failed: %s", who, depth, strerror(-r)) : 0;
 }
 
 void ptp_cq_close(struct ptp_cq *c)
 {
 	if (c->unacked_events)
-		ibv_ack_cq_events(c->cq, c->unacked_events);
+		emunic_shim_ack_cq_events(c->shim, c->cq, c->unacked_events);
 	if (c->cq)
-		ibv_destroy_cq(c->cq);
+		emunic_shim_destroy_cq(c->shim, c->cq);
 	if (c->ch)
 		ibv_destroy_comp_channel(c->ch);
 	*c = (struct ptp_cq){ 0 };
@@ -83,7 +83,6 @@ int ptp_cq_sleep(struct ptp_cq *c, ptp_progress_fn progress, void *ctx, int time
 	struct pollfd pf = { .fd = c->ch->fd, .events = POLLIN };
 	uint64_t before = c->polled;
 	struct ibv_cq *cq;
-	void *cctx;
 	int r;
 
 	r = emunic_shim_req_notify_cq(c->shim, c->cq, 0);
@@ -94,8 +93,8 @@ int ptp_cq_sleep(struct ptp_cq *c, ptp_progress_fn progress, void *ctx, int time
 		return r;
 	if (poll(&pf, 1, timeout_ms) <= 0)
 		return 0;
-	if (!ibv_get_cq_event(c->ch, &cq, &cctx) && ++c->unacked_events >= 64) {
-		ibv_ack_cq_events(c->cq, c->unacked_events);
+	if (!emunic_shim_get_cq_event(c->shim, c->ch, &cq) && ++c->unacked_events >= 64) {
+		emunic_shim_ack_cq_events(c->shim, c->cq, c->unacked_events);
 		c->unacked_events = 0;
 	}
 	return 0;
@@ -240,10 +239,9 @@ int ptp_base_connect(struct ptp_base *b, int depth, const struct emunic_qp_opts 
 	if (r)
 		return r;
 	if (b->mem) {
-		b->mr = ibv_reg_mr(b->dev->pd, b->mem, b->mem_bytes, IBV_ACCESS_LOCAL_WRITE);
-		if (!b->mr)
-			return emunic_err(-errno, "%s: ibv_reg_mr of %zu bytes failed: %s", who, b->mem_bytes,
-					  strerror(errno));
+		r = emunic_shim_reg_mr(&b->dev->shim, b->dev->pd, b->mem, b->mem_bytes, IBV_ACCESS_LOCAL_WRITE, &b->mr);
+		if (r)
+			return emunic_err(r, "%s: registering %zu bytes failed: %s", who, b->mem_bytes, strerror(-r));
 	}
 	r = emunic_mesh_open(b->dev, b->boot, qo, b->q.cq, b->q.cq, &b->mesh);
 	r = r ? r : emunic_mesh_connect_all(b->mesh, bound < 0 ? 1 << 30 : bound);
@@ -256,7 +254,7 @@ void ptp_base_fini(struct ptp_base *b)
 {
 	emunic_mesh_close(b->mesh);
 	if (b->mr)
-		ibv_dereg_mr(b->mr);
+		emunic_shim_dereg_mr(&b->dev->shim, b->mr);
 	ptp_cq_close(&b->q);
 	if (b->dev)
 		emunic_vdev_close(b->dev);

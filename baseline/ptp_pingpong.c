@@ -154,11 +154,11 @@ static void pp_free(struct emunic_ptp_pp *pp)
 {
 	emunic_mesh_close(pp->mesh);
 	if (pp->smr)
-		ibv_dereg_mr(pp->smr);
+		emunic_shim_dereg_mr(&pp->dev->shim, pp->smr);
 	if (pp->rmr)
-		ibv_dereg_mr(pp->rmr);
+		emunic_shim_dereg_mr(&pp->dev->shim, pp->rmr);
 	if (pp->cq)
-		ibv_destroy_cq(pp->cq);
+		emunic_shim_destroy_cq(&pp->dev->shim, pp->cq);
 	if (pp->dev)
 		emunic_vdev_close(pp->dev);
 	free(pp->sbuf);
@@ -181,13 +181,15 @@ static int pp_open(struct emunic_ptp_pp *pp, int timeout_ms)
 	r = emunic_vdev_open(NULL, &pp->dev);
 	if (r)
 		return r;
-	pp->cq = ibv_create_cq(pp->dev->ctx, depth, NULL, NULL, 0);
-	if (!pp->cq)
-		return emunic_err(-errno, "ptp pingpong: ibv_create_cq(%d) failed: %s", depth, strerror(errno));
-	pp->smr = ibv_reg_mr(pp->dev->pd, pp->sbuf, alloc ? alloc : 4096, IBV_ACCESS_LOCAL_WRITE);
-	pp->rmr = ibv_reg_mr(pp->dev->pd, pp->rbuf, alloc ? alloc : 4096, IBV_ACCESS_LOCAL_WRITE);
-	if (!pp->smr || !pp->rmr)
-		return emunic_err(-errno, "ptp pingpong: ibv_reg_mr(2 x %zu bytes) failed: %s", alloc, strerror(errno));
+	r = emunic_shim_create_cq(&pp->dev->shim, pp->dev->ctx, depth, NULL, &pp->cq);
+	if (r)
+		return emunic_err(r, "ptp pingpong: creating a CQ of %d entries failed: %s", depth, strerror(-r));
+	r = emunic_shim_reg_mr(&pp->dev->shim, pp->dev->pd, pp->sbuf, alloc ? alloc : 4096, IBV_ACCESS_LOCAL_WRITE,
+			       &pp->smr);
+	r = r ? r : emunic_shim_reg_mr(&pp->dev->shim, pp->dev->pd, pp->rbuf, alloc ? alloc : 4096,
+				       IBV_ACCESS_LOCAL_WRITE, &pp->rmr);
+	if (r)
+		return emunic_err(r, "ptp pingpong: registering 2 x %zu bytes failed: %s", alloc, strerror(-r));
 	emunic_qp_opts_default(&o);
 	pp->max_inline = o.max_inline;
 	r = emunic_mesh_open(pp->dev, pp->boot, &o, pp->cq, pp->cq, &pp->mesh);

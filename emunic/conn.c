@@ -44,16 +44,14 @@ static int create_qp(struct emunic_mesh *m, struct emunic_conn *c)
 			 .max_inline_data = m->opts.max_inline },
 	};
 
-	c->qp = ibv_create_qp(m->dev->pd, &ia);
-	if (!c->qp)
-		return emunic_err(-errno ? -errno : -ENOMEM, "peer %d: ibv_create_qp failed (%s)",
-				  c->peer, strerror(errno));
-	return 0;
+	int r = emunic_shim_create_qp(&m->dev->shim, m->dev->pd, &ia, &c->qp);
+
+	return r ? emunic_err(r, "peer %d: creating a QP failed (%s)", c->peer, strerror(-r)) : 0;
 }
 
 /* INIT, RTR, RTS as rdma_cm computes them, with our own retry settings. */
-int emunic_cm_qp_move(struct rdma_cm_id *id, struct ibv_qp *qp, const struct emunic_qp_opts *o,
-		      enum ibv_qp_state to, int peer)
+int emunic_cm_qp_move(const struct emunic_shim *s, struct rdma_cm_id *id, struct ibv_qp *qp,
+		      const struct emunic_qp_opts *o, enum ibv_qp_state to, int peer)
 {
 	struct ibv_qp_attr a;
 	int mask, r;
@@ -76,15 +74,16 @@ int emunic_cm_qp_move(struct rdma_cm_id *id, struct ibv_qp *qp, const struct emu
 		a.timeout = o->timeout;
 		a.max_rd_atomic = o->rd_atomic;
 	}
-	if (ibv_modify_qp(qp, &a, mask))
-		return emunic_err(-errno, "peer %d qp %u: ibv_modify_qp to state %d failed (%s)",
-				  peer, qp->qp_num, to, strerror(errno));
+	r = emunic_shim_modify_qp(s, qp, &a, mask);
+	if (r)
+		return emunic_err(r, "peer %d qp %u: moving it to state %d failed (%s)", peer, qp->qp_num, to,
+				  strerror(-r));
 	return 0;
 }
 
 static int move_qp(struct emunic_mesh *m, struct emunic_conn *c, enum ibv_qp_state to)
 {
-	return emunic_cm_qp_move(c->id, c->qp, &m->opts, to, c->peer);
+	return emunic_cm_qp_move(&m->dev->shim, c->id, c->qp, &m->opts, to, c->peer);
 }
 
 void emunic_cm_params(const struct emunic_qp_opts *o, uint32_t qpn, struct emunic_conn_hello *h,
@@ -285,7 +284,7 @@ void emunic_mesh_close(struct emunic_mesh *m)
 		if (c->id && c->up)
 			rdma_disconnect(c->id);
 		if (c->qp)
-			ibv_destroy_qp(c->qp);
+			emunic_shim_destroy_qp(&m->dev->shim, c->qp);
 		if (c->id)
 			rdma_destroy_id(c->id);
 	}

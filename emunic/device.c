@@ -117,7 +117,6 @@ static int vdev_setup(struct emunic_vdev *d, struct ibv_context *ctx)
 	memcpy(&d->addr.sin_addr, &d->gid.gid.raw[12], 4);
 	if (emunic_ctx_is_iwarp(ctx) && iwarp_addr(d))
 		return -EADDRNOTAVAIL;
-	emunic_siw_key_guard(ctx, &d->attr);
 	if (d->port_attr.link_layer == IBV_LINK_LAYER_INFINIBAND) {
 		/* IB: rdma_cm needs the IPoIB address, which the GID does not carry. */
 		const char *a = getenv("EMUNIC_ADDR");
@@ -130,6 +129,7 @@ static int vdev_setup(struct emunic_vdev *d, struct ibv_context *ctx)
 	ret = emunic_shim_open(&d->shim, ctx, &d->attr, getenv("EMUNIC_BACKEND"));
 	if (ret)
 		return emunic_err(ret, "device %s: %s", d->name, d->shim.why);
+	emunic_siw_key_guard(&d->shim, ctx, &d->attr);
 	d->pd = ibv_alloc_pd(ctx);
 	if (!d->pd)
 		return emunic_err(-ENOMEM, "device %s: ibv_alloc_pd failed", d->name);

@@ -59,17 +59,7 @@ int emunic_iwarp_addr(const union ibv_gid *gid, struct in_addr *out)
  * one source of truth, no verbs call. */
 const char *emunic_vdev_lacks(const struct emunic_vdev *d, unsigned what)
 {
-	uint32_t caps = d->shim.caps;
-
-	if ((what & EMUNIC_LACKS_ATOMIC) && !(caps & EMUNIC_SHIM_CAP_ATOMIC))
-		return "no atomics: the device reports atomic_cap ATOMIC_NONE (siw implements none)";
-	if ((what & EMUNIC_LACKS_IMM) && !(caps & EMUNIC_SHIM_CAP_WRITE_IMM))
-		return "no immediate data: iWARP's RDMAP carries none, so the device takes no "
-		       "RDMA WRITE or SEND with immediate";
-	if ((what & EMUNIC_LACKS_RNR) && !(caps & EMUNIC_SHIM_CAP_RNR))
-		return "no RNR on iWARP: a send that finds no receive posted ends the connection "
-		       "instead of being retried";
-	return NULL;
+	return emunic_shim_lacks(d->shim.caps, what);
 }
 
 /*
@@ -82,13 +72,16 @@ const char *emunic_vdev_lacks(const struct emunic_vdev *d, unsigned what)
  * the 0x90th page comes up with the second QP of a triggered test, or a
  * second device's CQ.  One guard CQ per context, made before anything
  * else of emunic's and kept for the process's life, takes pages 0 to 0x100
- * (32768 entries: 1 MiB), so no queue of emunic's starts at 0x90.
+ * (32768 entries: 1 MiB, with 4 KiB pages), so no queue of emunic's starts
+ * at 0x90.  (It guards only if the context had used fewer than 0x90 pages
+ * before: emunic opens it first in its processes.)
  */
 #define SIW_VENDOR_ID 0x626d74		/* "bmt": the kernel's siw.h */
 #define SIW_GUARD_CQE 32768
 #define SIW_GUARDS 16
 
-void emunic_siw_key_guard(struct ibv_context *ctx, const struct ibv_device_attr_ex *attr)
+void emunic_siw_key_guard(const struct emunic_shim *s, struct ibv_context *ctx,
+			  const struct ibv_device_attr_ex *attr)
 {
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	static struct {
@@ -104,10 +97,14 @@ void emunic_siw_key_guard(struct ibv_context *ctx, const struct ibv_device_attr_
 			break;
 		if (!guard[i].ctx) {
 			guard[i].ctx = ctx;
-			guard[i].cq = ibv_create_cq(ctx, SIW_GUARD_CQE, NULL, NULL, 0);
-			if (!guard[i].cq)	/* it found 0x90 free first: the context was used before us */
-				emunic_debug("device %s: siw's mmap-key guard CQ could not be made: a queue that "
-					     "starts at page 0x90 will fail", ibv_get_device_name(ctx->device));
+			int r = emunic_shim_create_cq(s, ctx, SIW_GUARD_CQE, NULL, &guard[i].cq);
+
+			/* It fails if 0x90 was the first free page (the context was
+			 * used before emunic opened it), or for want of memory. */
+			if (r)
+				emunic_debug("device %s: siw's mmap-key guard CQ could not be made (%s): a queue "
+					     "that starts at page 0x90 will fail", ibv_get_device_name(ctx->device),
+					     strerror(-r));
 			break;
 		}
 	}

@@ -66,7 +66,8 @@ bool emunic_ctx_is_iwarp(struct ibv_context *ctx);
 int emunic_iwarp_addr(const union ibv_gid *gid, struct in_addr *out);
 /* On siw, once per context: keeps any queue of emunic's from the one mmap
  * key libsiw cannot take (iwarp.c says why). */
-void emunic_siw_key_guard(struct ibv_context *ctx, const struct ibv_device_attr_ex *attr);
+void emunic_siw_key_guard(const struct emunic_shim *s, struct ibv_context *ctx,
+			  const struct ibv_device_attr_ex *attr);
 /* emunic_dev_lacks() (emunic.h, EMUNIC_LACKS_*) of the verbs device. */
 const char *emunic_vdev_lacks(const struct emunic_vdev *d, unsigned what);
 
@@ -106,9 +107,10 @@ _Static_assert(sizeof(struct emunic_conn_hello) <= 56, "the hello fits a connect
 #define EMUNIC_HELLO_YIELD (1u << 1)		/* reject: connect to me, my request is coming */
 #define EMUNIC_HELLO_RECONNECT (1u << 2)	/* request: the pair's connection failed, again */
 #define EMUNIC_HELLO_GONE (1u << 3)		/* reject: that QP is gone or failed for good */
-/* Moves qp to INIT, RTR or RTS from rdma_init_qp_attr() with o's settings. */
-int emunic_cm_qp_move(struct rdma_cm_id *id, struct ibv_qp *qp, const struct emunic_qp_opts *o,
-		      enum ibv_qp_state to, int peer);
+/* Moves qp to INIT, RTR or RTS from rdma_init_qp_attr() with o's settings,
+ * through the device interface s. */
+int emunic_cm_qp_move(const struct emunic_shim *s, struct rdma_cm_id *id, struct ibv_qp *qp,
+		      const struct emunic_qp_opts *o, enum ibv_qp_state to, int peer);
 void emunic_cm_params(const struct emunic_qp_opts *o, uint32_t qpn, struct emunic_conn_hello *h,
 		      struct rdma_conn_param *p);
 

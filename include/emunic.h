@@ -113,26 +113,28 @@ const char *emunic_dev_name(const struct emunic_dev *dev);
 enum emunic_idle emunic_dev_idle(const struct emunic_dev *dev);
 /* The longest task list the device's MQs take (attr.list_tasks, resolved). */
 unsigned emunic_dev_list_tasks(const struct emunic_dev *dev);
-/*
- * What the device's verbs cannot carry (siw, and iWARP in general, lack all
- * three; rxe none): the first of `what` it lacks, as a reason to print, or
- * NULL.  Posting an operation that needs one fails with -EOPNOTSUPP; a test
- * that needs one skips with this reason (README, "siw").
- */
-#define EMUNIC_LACKS_ATOMIC (1u << 0)	/* fetch_add: a verbs atomic */
-#define EMUNIC_LACKS_IMM (1u << 1)	/* an MQ's WRITE_IMM (triggered ops' target counting
-					 * goes by SEND instead: not refused) */
-#define EMUNIC_LACKS_RNR (1u << 2)	/* a send that finds no receive is retried (RNR), and
-					 * fails at the sender when retries run out */
-const char *emunic_dev_lacks(const struct emunic_dev *dev, unsigned what);
-
 /* What the verbs device underneath can do, read once when it was opened
- * (shim/shim.h): an engine picks a substitute where a bit is clear. */
+ * (shim/shim.h, whose EMUNIC_SHIM_CAP_* are the same bits): an engine
+ * picks a substitute where a bit is clear. */
 #define EMUNIC_DEV_CAP_ATOMIC		(1u << 0)	/* fetch-and-add on the wire */
 #define EMUNIC_DEV_CAP_WRITE_IMM	(1u << 1)	/* RDMA write with immediate (not iWARP) */
 #define EMUNIC_DEV_CAP_RNR		(1u << 2)	/* RNR NAKs and their retries (not iWARP) */
 #define EMUNIC_DEV_CAP_NATIVE_CD	(1u << 3)	/* the HCA runs WAIT / SEND_EN / RECV_EN itself */
 uint32_t emunic_dev_caps(const struct emunic_dev *dev);
+/*
+ * Of the capabilities `what` (EMUNIC_DEV_CAP_*, or the names below, the
+ * same bits), the first the device lacks, as a reason to print, or NULL
+ * (siw, and iWARP in general, lack the three below; rxe none).  Posting an
+ * operation that needs one fails with -EOPNOTSUPP; a test that needs one
+ * skips with this reason (README, "siw").
+ */
+#define EMUNIC_LACKS_ATOMIC EMUNIC_DEV_CAP_ATOMIC	/* fetch_add: a verbs atomic */
+#define EMUNIC_LACKS_IMM EMUNIC_DEV_CAP_WRITE_IMM	/* an MQ's WRITE_IMM (triggered ops' target
+							 * counting goes by SEND instead: not refused) */
+#define EMUNIC_LACKS_RNR EMUNIC_DEV_CAP_RNR		/* a send that finds no receive is retried
+							 * (RNR), and fails at the sender when
+							 * retries run out */
+const char *emunic_dev_lacks(const struct emunic_dev *dev, unsigned what);
 /* The backend that reaches the device: "emulated" or "mlx5" ($EMUNIC_BACKEND). */
 const char *emunic_dev_backend(const struct emunic_dev *dev);
 

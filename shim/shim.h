@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * shim/: the one way the emulated NIC, its engines, the host-progressed
- * baselines and the tools reach a verbs device's data path.  A device is
+ * baselines and the tools reach a verbs device's data path and its objects
+ * (CQs, QPs, memory regions, completion events).  A device is
  * opened with a backend (EMUNIC_BACKEND=auto|emulated|mlx5) whose ops table
  * is filled the way rdma-core's providers fill theirs (verbs_set_ops(): a
  * backend sets the entries it has, every other entry keeps a default that
@@ -33,6 +34,22 @@ struct emunic_shim_ops {
 	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 	int (*poll_cq)(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
+	/*
+	 * The control path: the CQs, QPs and memory regions the data path
+	 * uses, and the completion events the progress core sleeps on.  A
+	 * backend that builds its own queues (mlx5's cd QPs) takes them here.
+	 */
+	int (*create_cq)(struct ibv_context *ctx, int cqe, struct ibv_comp_channel *ch, struct ibv_cq **out);
+	int (*destroy_cq)(struct ibv_cq *cq);
+	int (*create_qp)(struct ibv_pd *pd, struct ibv_qp_init_attr *attr, struct ibv_qp **out);
+	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
+	int (*destroy_qp)(struct ibv_qp *qp);
+	int (*reg_mr)(struct ibv_pd *pd, void *addr, size_t len, int access, struct ibv_mr **out);
+	int (*dereg_mr)(struct ibv_mr *mr);
+	/* A backend sets both or neither: an event taken is acknowledged
+	 * through the same backend (ibv_destroy_cq waits for it). */
+	int (*get_cq_event)(struct ibv_comp_channel *ch, struct ibv_cq **cq);
+	void (*ack_cq_events)(struct ibv_cq *cq, unsigned n);
 	/*
 	 * Native cross-channel (CORE-Direct done by the HCA): a WAIT on `cq`
 	 * reaching `count` completions, and SEND_EN / RECV_EN releasing
@@ -81,6 +98,11 @@ void emunic_shim_ops_init(struct emunic_shim *s);
 bool emunic_shim_has_cd(const struct emunic_shim *s);
 /* "atomic write-imm rnr" (or "none") into buf. */
 const char *emunic_shim_caps_str(uint32_t caps, char *buf, size_t len);
+/* Of the capabilities `what`, the first that caps lacks, as a reason to
+ * print ("no atomics: ..."), or NULL: emunic_dev_lacks(). */
+const char *emunic_shim_lacks(uint32_t caps, uint32_t what);
+/* A capability bit in words ("atomics", "immediate data"), or NULL. */
+const char *emunic_shim_cap_what(uint32_t cap);
 const char *emunic_shim_backend_str(enum emunic_shim_backend b);
 
 /* ---- the calls: one indirect call through the table, nothing else ------------ */
@@ -105,6 +127,59 @@ static inline int emunic_shim_poll_cq(const struct emunic_shim *s, struct ibv_cq
 static inline int emunic_shim_req_notify_cq(const struct emunic_shim *s, struct ibv_cq *cq, int solicited_only)
 {
 	return s->ops.req_notify_cq(cq, solicited_only);
+}
+
+/* The control path's calls: 0 or a negative errno (the object in *out). */
+static inline int emunic_shim_create_cq(const struct emunic_shim *s, struct ibv_context *ctx, int cqe,
+					struct ibv_comp_channel *ch, struct ibv_cq **out)
+{
+	return s->ops.create_cq(ctx, cqe, ch, out);
+}
+
+static inline int emunic_shim_destroy_cq(const struct emunic_shim *s, struct ibv_cq *cq)
+{
+	return s->ops.destroy_cq(cq);
+}
+
+static inline int emunic_shim_create_qp(const struct emunic_shim *s, struct ibv_pd *pd,
+					struct ibv_qp_init_attr *attr, struct ibv_qp **out)
+{
+	return s->ops.create_qp(pd, attr, out);
+}
+
+static inline int emunic_shim_modify_qp(const struct emunic_shim *s, struct ibv_qp *qp, struct ibv_qp_attr *attr,
+					int mask)
+{
+	return s->ops.modify_qp(qp, attr, mask);
+}
+
+static inline int emunic_shim_destroy_qp(const struct emunic_shim *s, struct ibv_qp *qp)
+{
+	return s->ops.destroy_qp(qp);
+}
+
+static inline int emunic_shim_reg_mr(const struct emunic_shim *s, struct ibv_pd *pd, void *addr, size_t len,
+				     int access, struct ibv_mr **out)
+{
+	return s->ops.reg_mr(pd, addr, len, access, out);
+}
+
+static inline int emunic_shim_dereg_mr(const struct emunic_shim *s, struct ibv_mr *mr)
+{
+	return s->ops.dereg_mr(mr);
+}
+
+/* 0 and the CQ that raised it, or a negative errno: -EAGAIN where a
+ * non-blocking channel has none (callers stop at any error). */
+static inline int emunic_shim_get_cq_event(const struct emunic_shim *s, struct ibv_comp_channel *ch,
+					   struct ibv_cq **cq)
+{
+	return s->ops.get_cq_event(ch, cq);
+}
+
+static inline void emunic_shim_ack_cq_events(const struct emunic_shim *s, struct ibv_cq *cq, unsigned n)
+{
+	s->ops.ack_cq_events(cq, n);
 }
 
 #endif

@@ -77,6 +77,15 @@ def test_readme_layout_names_every_tool_file():
 # reached directly.
 VERBS_DATA_PATH = re.compile(r"\b(ibv_(?:post_send|post_recv|poll_cq|post_srq_recv|start_poll|next_poll|wr_(?!opcode\b)\w+)"
                              r"|rdma_post_\w+|rdma_get_(?:send|recv)_comp)\b|->\s*ops\.(?:post_send|post_recv|poll_cq)\b")
+# The control path: the objects the data path uses and the completion
+# events a progress loop sleeps on (issue 20: "reach a device only through
+# it"), by libibverbs', librdmacm's and mlx5dv's names.  Opening a device
+# (context, PD, queries: emunic/device.c) and making a completion channel
+# (a file descriptor: emunic/client/dev.c, baseline/ptp_cq.c) are not.
+VERBS_OBJECTS = re.compile(r"\b(ibv_(?:create_cq(?:_ex)?|destroy_cq|resize_cq|create_qp(?:_ex)?|modify_qp|destroy_qp"
+                           r"|reg_mr(?:_iova2?)?|rereg_mr|reg_dmabuf_mr|dereg_mr|alloc_mw|bind_mw|get_cq_event"
+                           r"|ack_cq_events|req_notify_cq|create_srq(?:_ex)?|destroy_srq)"
+                           r"|rdma_(?:create|destroy)_qp|rdma_reg_\w+|rdma_dereg_mr|mlx5dv_create_\w+)\b")
 C_NOISE = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
 
 
@@ -92,10 +101,11 @@ def legacy_verbs_program(text):
     return bool(LEGACY.search(text)) and not EMUNIC_HEADER.search(text)
 
 
-def verbs_calls_outside_shim(root):
-    """Every call of ibv_post_send, ibv_post_recv or ibv_poll_cq in a C file
-    of root outside shim/ (and build/) and the legacy verbs_exp program, as
-    "path:line: name"; comments and strings that name them do not count."""
+def verbs_calls_outside_shim(root, pattern=VERBS_DATA_PATH):
+    """Every call of ibv_post_send, ibv_post_recv or ibv_poll_cq (or what
+    pattern names) in a C file of root outside shim/ (and build/) and the
+    legacy verbs_exp program, as "path:line: name"; comments and strings
+    that name them do not count."""
     found = []
     for d, dirs, names in os.walk(root):
         rel = os.path.relpath(d, root)
@@ -113,7 +123,7 @@ def verbs_calls_outside_shim(root):
                 continue
             # Blank comments and strings, keeping their newlines for line numbers.
             code = C_NOISE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
-            for m in VERBS_DATA_PATH.finditer(code):
+            for m in pattern.finditer(code):
                 found.append("%s:%d: %s" % (os.path.relpath(p, root), code.count("\n", 0, m.start()) + 1,
                                             m.group(1) or m.group(0).replace(" ", "")))
     return found
@@ -124,6 +134,14 @@ def test_no_verbs_data_path_calls_outside_shim():
     ops table (shim/shim.h), so a backend sees every work request."""
     found = verbs_calls_outside_shim(ROOT)
     assert not found, "verbs called directly outside shim/ (use emunic_shim_*): " + ", ".join(found)
+
+
+def test_no_verbs_object_calls_outside_shim():
+    """CQs, QPs, memory regions and completion events too: created,
+    changed and destroyed through the device's ops table (shim/shim.h), so
+    a backend that builds its own queues sees them all."""
+    found = verbs_calls_outside_shim(ROOT, VERBS_OBJECTS)
+    assert not found, "verbs objects made directly outside shim/ (use emunic_shim_*): " + ", ".join(found)
 
 
 def test_verbs_call_check_finds_a_call(tmp_path):
@@ -154,3 +172,8 @@ def test_verbs_call_check_finds_a_call(tmp_path):
     (tmp_path / "b" / "legacy.c").write_text(legacy)
     (tmp_path / "b" / "mixed.c").write_text("#include <emunic.h>\n" + legacy)
     assert verbs_calls_outside_shim(str(tmp_path))[-1:] == ["b/mixed.c:3: ibv_poll_cq"]
+    # The control path: found by its own pattern, not the data path's.
+    (tmp_path / "a" / "c.c").write_text("void l(void) { cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);\n"
+                                        "ibv_destroy_qp(qp); }\n")
+    assert verbs_calls_outside_shim(str(tmp_path), VERBS_OBJECTS) == ["a/c.c:1: ibv_create_cq",
+                                                                      "a/c.c:2: ibv_destroy_qp"]

@@ -133,10 +133,10 @@ static int open_verbs(struct emunic_dev *d)
 	if (!d->chan)
 		return emunic_err(-errno, "device %s: ibv_create_comp_channel failed", d->v->name);
 	fcntl(d->chan->fd, F_SETFL, fcntl(d->chan->fd, F_GETFL) | O_NONBLOCK);
-	d->vcq = ibv_create_cq(d->v->ctx, VCQ_DEPTH, NULL, d->chan, 0);
-	if (!d->vcq)
-		return emunic_err(-errno, "device %s: ibv_create_cq(%d) failed (%s)", d->v->name, VCQ_DEPTH,
-				  strerror(errno));
+	r = emunic_shim_create_cq(&d->v->shim, d->v->ctx, VCQ_DEPTH, d->chan, &d->vcq);
+	if (r)
+		return emunic_err(r, "device %s: creating its CQ of %d entries failed (%s)", d->v->name, VCQ_DEPTH,
+				  strerror(-r));
 	return 0;
 }
 
@@ -149,7 +149,7 @@ static void dev_free(struct emunic_dev *d)
 			d->unit[i]->fini(d);
 	cm_fini(d);		/* a failed open may not have registered it */
 	if (d->vcq)
-		ibv_destroy_cq(d->vcq);
+		emunic_shim_destroy_cq(&d->v->shim, d->vcq);
 	if (d->chan)
 		ibv_destroy_comp_channel(d->chan);
 	emunic_vdev_close(d->v);

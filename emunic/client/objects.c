@@ -16,6 +16,7 @@
 int emunic_mr_reg(struct emunic_dev *d, void *addr, size_t len, struct emunic_mr **out)
 {
 	struct emunic_mr *m;
+	int r;
 
 	if (!d || !out || (!addr && len))
 		return -EINVAL;
@@ -23,13 +24,11 @@ int emunic_mr_reg(struct emunic_dev *d, void *addr, size_t len, struct emunic_mr
 	if (!m)
 		return -ENOMEM;
 	nic_obj_init(&m->o, d, OBJ_MR);
-	m->mr = ibv_reg_mr(d->v->pd, addr, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
-	if (!m->mr) {
-		int e = errno;
-
+	r = emunic_shim_reg_mr(&d->v->shim, d->v->pd, addr, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC, &m->mr);
+	if (r) {
 		free(m);
-		return emunic_err(-e, "ibv_reg_mr of %zu bytes failed (%s)", len, strerror(e));
+		return emunic_err(r, "device %s: registering %zu bytes failed (%s)", d->v->name, len, strerror(-r));
 	}
 	*out = m;
 	return 0;
@@ -38,9 +37,12 @@ int emunic_mr_reg(struct emunic_dev *d, void *addr, size_t len, struct emunic_mr
 int emunic_mr_dereg(struct emunic_mr *m)
 {
 	struct ibv_mr *vmr;
+	struct emunic_dev *d;
+	int r;
 
 	if (!m || m->o.kind != OBJ_MR || atomic_exchange(&m->o.dead, true))
 		return -EINVAL;
+	d = m->o.dev;
 	vmr = m->mr;
 	/* The handle stays readable (and dead) until the device closes: an
 	 * op or entry still naming it is refused, never a use after free. */
@@ -49,8 +51,14 @@ int emunic_mr_dereg(struct emunic_mr *m)
 	m->o.grave = m->o.dev->graveyard;
 	m->o.dev->graveyard = &m->o;
 	pthread_mutex_unlock(&m->o.dev->post_lock);
-	ibv_dereg_mr(vmr);
-	return 0;
+	/* The handle is released either way; a region verbs kept is said,
+	 * and deregistered again when the device closes (nic_obj_free). */
+	r = emunic_shim_dereg_mr(&d->v->shim, vmr);
+	if (!r)
+		return 0;
+	m->stuck = vmr;
+	return emunic_err(r, "device %s: deregistering a region of %zu bytes failed (%s): peers may still reach it "
+			  "until the device closes; keep its memory till then", d->v->name, vmr->length, strerror(-r));
 }
 
 struct emunic_rkey emunic_mr_rkey(const struct emunic_mr *m)

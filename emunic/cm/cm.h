@@ -43,6 +43,7 @@ struct qp_conn {
 	bool passive;			/* id is a request we accepted */
 	bool settled;			/* this reconnection's work was settled */
 	unsigned left;			/* reconnections left before a failure is final */
+	unsigned first_tries;		/* first connection: rdma_connect refusals so far */
 	int status;			/* what failed it */
 	uint64_t seq;			/* connections this side started */
 	uint64_t conn;			/* the current (or being made) connection */
@@ -87,6 +88,12 @@ void conn_busy(struct emunic_dev *d, struct emunic_qp *qp);
 void conn_up(struct emunic_dev *d, struct emunic_qp *qp);
 void conn_disconnect(struct emunic_qp *qp);
 int conn_create_vqp(struct emunic_dev *d, struct emunic_qp *qp);
+/* qp's verbs QP to INIT, RTR or RTS on id, through the device interface. */
+static inline int conn_move(struct emunic_dev *d, struct rdma_cm_id *id, struct emunic_qp *qp,
+			    const struct emunic_qp_opts *o, enum ibv_qp_state to)
+{
+	return emunic_cm_qp_move(&d->v->shim, id, qp->vqp, o, to, qp->peer);
+}
 void conn_opts(const struct emunic_qp *qp, struct emunic_qp_opts *o);
 bool conn_on_demand(const struct emunic_qp *qp);
 /* The lower rank of a pair that both connected: its own attempt goes. */

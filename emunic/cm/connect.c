@@ -30,10 +30,10 @@ void conn_accept_on(struct emunic_dev *d, struct emunic_qp *qp, struct rdma_cm_i
 	c->id = id;
 	id->context = qp;
 	conn_opts(qp, &o);
-	if (conn_create_vqp(d, qp) || emunic_cm_qp_move(id, qp->vqp, &o, IBV_QPS_INIT, qp->peer) ||
+	if (conn_create_vqp(d, qp) || conn_move(d, id, qp, &o, IBV_QPS_INIT) ||
 	    nic_qp_arrivals_init(d, qp) ||
-	    emunic_cm_qp_move(id, qp->vqp, &o, IBV_QPS_RTR, qp->peer) ||
-	    emunic_cm_qp_move(id, qp->vqp, &o, IBV_QPS_RTS, qp->peer)) {
+	    conn_move(d, id, qp, &o, IBV_QPS_RTR) ||
+	    conn_move(d, id, qp, &o, IBV_QPS_RTS)) {
 		rdma_reject(id, NULL, 0);
 		conn_qp_failed(qp, "cannot set up the QP");
 		return;

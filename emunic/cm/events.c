@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -184,6 +185,34 @@ int cm_run_delayed(struct emunic_dev *d)
 	return n;
 }
 
+/* rdma_connect refused at once.  On iWARP the kernel's CM binds a TCP
+ * socket to the port rdma_cm chose (siw maps no ports: IW_F_NO_PORT_MAP),
+ * and that port may be one a socket of the node's own holds: a first
+ * connection tries again from a new id, so a new port, a few times.  (A
+ * connection being made again has its own retries: reconnect.c.) */
+#define FIRST_TRIES 3
+
+static void connect_refused(struct emunic_dev *d, struct emunic_qp *qp, int e)
+{
+	struct qp_conn *c = conn_of(qp);
+	char why[96];
+
+	snprintf(why, sizeof(why), "rdma_connect failed (%s)", strerror(e));
+	if (c->st != CONN_CONNECTING || c->first_tries++ >= FIRST_TRIES) {
+		conn_qp_failed(qp, why);
+		return;
+	}
+	nic_notice(d, "peer %d qp #%d: %s; connecting again from a new port (%u of %u)", qp->peer, qp->index, why,
+		   c->first_tries, FIRST_TRIES);
+	rc_bury_id(qp);		/* inside its event: destroyed later */
+	if (qp->vqp) {		/* never connected: no work was handed to it */
+		emunic_shim_destroy_qp(&d->v->shim, qp->vqp);
+		qp->vqp = NULL;
+		qp->recvs_posted = false;
+	}
+	conn_start(d, qp);
+}
+
 /* Returns an id to destroy after ev is acknowledged, or NULL. */
 static struct rdma_cm_id *on_event(struct emunic_dev *d, struct rdma_cm_event *ev)
 {
@@ -214,7 +243,7 @@ static struct rdma_cm_id *on_event(struct emunic_dev *d, struct rdma_cm_event *e
 			conn_qp_failed(qp, "rdma_resolve_route failed");
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		if (conn_create_vqp(d, qp) || emunic_cm_qp_move(c->id, qp->vqp, &o, IBV_QPS_INIT, qp->peer) ||
+		if (conn_create_vqp(d, qp) || conn_move(d, c->id, qp, &o, IBV_QPS_INIT) ||
 		    nic_qp_arrivals_init(d, qp)) {
 			conn_qp_failed(qp, "cannot set up the QP");
 			break;
@@ -227,13 +256,13 @@ static struct rdma_cm_id *on_event(struct emunic_dev *d, struct rdma_cm_event *e
 		rc_hello(qp, &h);
 		emunic_cm_params(&o, qp->vqp->qp_num, &h, &p);
 		if (rdma_connect(c->id, &p))
-			conn_qp_failed(qp, "rdma_connect failed");
+			connect_refused(d, qp, errno);
 		break;
 	case RDMA_CM_EVENT_CONNECT_RESPONSE:
 		rc_resolve(qp, ev->param.conn.private_data_len >= sizeof(h) ? ev->param.conn.private_data : NULL);
 		c->joined = c->conn;
-		if (emunic_cm_qp_move(c->id, qp->vqp, &o, IBV_QPS_RTR, qp->peer) ||
-		    emunic_cm_qp_move(c->id, qp->vqp, &o, IBV_QPS_RTS, qp->peer) || rdma_establish(c->id)) {
+		if (conn_move(d, c->id, qp, &o, IBV_QPS_RTR) ||
+		    conn_move(d, c->id, qp, &o, IBV_QPS_RTS) || rdma_establish(c->id)) {
 			conn_qp_failed(qp, "cannot finish the connection");
 			break;
 		}

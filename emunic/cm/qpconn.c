@@ -95,14 +95,16 @@ int conn_create_vqp(struct emunic_dev *d, struct emunic_qp *qp)
 		.cap = { .max_send_wr = qp->attr.depth, .max_recv_wr = qp->attr.depth,
 			 .max_send_sge = 1, .max_recv_sge = 1, .max_inline_data = 0 },
 	};
+	int r;
 
-	if (qp->imm_by_send)	/* the SEND that carries an immediate goes inline */
+	if (qp->imm_by_send) {	/* a task may be WRITE + SEND, the SEND inline */
+		ia.cap.max_send_wr *= 2;
 		ia.cap.max_inline_data = sizeof(struct nic_imm_msg);
-
-	qp->vqp = ibv_create_qp(d->v->pd, &ia);
-	if (!qp->vqp)
-		return emunic_err(-errno, "peer %d qp #%d: ibv_create_qp failed (%s)", qp->peer, qp->index,
-				  strerror(errno));
+	}
+	r = emunic_shim_create_qp(&d->v->shim, d->v->pd, &ia, &qp->vqp);
+	if (r)
+		return emunic_err(r, "peer %d qp #%d: creating its verbs QP failed (%s)", qp->peer, qp->index,
+				  strerror(-r));
 	atomic_store(&qp->qpn, qp->vqp->qp_num);
 	return 0;
 }
@@ -116,7 +118,7 @@ struct rdma_cm_id *conn_drop_attempt(struct emunic_qp *qp)
 
 	c->id = NULL;
 	if (qp->vqp) {		/* never connected: no work was handed to it */
-		ibv_destroy_qp(qp->vqp);
+		emunic_shim_destroy_qp(&qp->o.dev->v->shim, qp->vqp);
 		qp->vqp = NULL;
 		qp->recvs_posted = false;
 	}

@@ -146,7 +146,7 @@ enum rc_next rc_step(struct emunic_dev *d, struct emunic_qp *qp)
 	if (now - c->since_ns > (uint64_t)timeout * EMUNIC_NS_PER_MS) {
 		rc_bury_id(qp);		/* an attempt under way goes too */
 		if (qp->vqp)
-			ibv_destroy_qp(qp->vqp);
+			emunic_shim_destroy_qp(&qp->o.dev->v->shim, qp->vqp);
 		qp->vqp = NULL;
 		give_up(qp, "not connected again in time");
 		return RC_DID;

@@ -102,7 +102,7 @@ static void release(struct emunic_dev *d, struct obj *o)
 	if (c->id && c->st == CONN_UP)
 		rdma_disconnect(c->id);
 	if (qp->vqp)
-		ibv_destroy_qp(qp->vqp);
+		emunic_shim_destroy_qp(&qp->o.dev->v->shim, qp->vqp);
 	if (c->id)
 		rdma_destroy_id(c->id);
 	if (c->dead_id)

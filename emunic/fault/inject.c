@@ -117,7 +117,7 @@ static bool fail_qp(struct emunic_dev *d, struct emunic_qp *qp, int rule, enum i
 	nic_notice(d, "fault injected (rule %d): peer %d qp %u %s", rule, qp->peer, atomic_load(&qp->qpn),
 		   state == IBV_QPS_RESET ? "reset: the peer's packets are dropped from now on"
 					  : "moved to the error state after the injected error");
-	ibv_modify_qp(qp->vqp, &a, IBV_QP_STATE);
+	emunic_shim_modify_qp(&d->v->shim, qp->vqp, &a, IBV_QP_STATE);
 	return true;
 }
 

@@ -8,8 +8,11 @@
  * arrival lands in one of the QP's receive slots (one registered array,
  * the receive queue's depth of them), and the poll turns it back into what
  * a write-with-immediate's completion says (imm_data, byte_len,
- * IBV_WC_WITH_IMM) before anyone looks, so the arrival hook, reconnection's
- * counting and the trace see one write-with-immediate either way.
+ * IBV_WC_WITH_IMM) before the arrival is counted and handed to the
+ * arrival hook, so the target's counting, reconnection's and the trace see
+ * one write-with-immediate either way (the fault unit, which looks first,
+ * goes by the operation alone).  The verbs QP's send queue is twice the
+ * depth: a task may be two work requests.
  *
  * Order: the SEND is delivered only after the WRITE before it is placed
  * (RFC 5040 section 5.5: a Send's completion at the data sink implies the
@@ -34,6 +37,7 @@
 int nic_imm_slots_init(struct emunic_dev *d, struct emunic_qp *qp)
 {
 	size_t len = (size_t)qp->attr.depth * sizeof(*qp->imm_slots);
+	int r;
 
 	if (!qp->imm_by_send || qp->imm_mr)
 		return 0;
@@ -41,14 +45,12 @@ int nic_imm_slots_init(struct emunic_dev *d, struct emunic_qp *qp)
 	if (!qp->imm_slots)
 		return emunic_err(-ENOMEM, "peer %d qp #%d: no memory for %zu bytes of immediate-data slots",
 				  qp->peer, qp->index, len);
-	qp->imm_mr = ibv_reg_mr(d->v->pd, qp->imm_slots, len, IBV_ACCESS_LOCAL_WRITE);
-	if (!qp->imm_mr) {
-		int e = errno;
-
+	r = emunic_shim_reg_mr(&d->v->shim, d->v->pd, qp->imm_slots, len, IBV_ACCESS_LOCAL_WRITE, &qp->imm_mr);
+	if (r) {
 		free(qp->imm_slots);
 		qp->imm_slots = NULL;
-		return emunic_err(-e, "peer %d qp #%d: ibv_reg_mr of its %zu bytes of immediate-data slots on %s "
-				  "failed (%s)", qp->peer, qp->index, len, d->v->name, strerror(e));
+		return emunic_err(r, "peer %d qp #%d: registering its %zu bytes of immediate-data slots on %s "
+				  "failed (%s)", qp->peer, qp->index, len, d->v->name, strerror(-r));
 	}
 	return 0;
 }
@@ -56,7 +58,7 @@ int nic_imm_slots_init(struct emunic_dev *d, struct emunic_qp *qp)
 void nic_imm_slots_fini(struct emunic_qp *qp)
 {
 	if (qp->imm_mr)
-		ibv_dereg_mr(qp->imm_mr);
+		emunic_shim_dereg_mr(&qp->o.dev->v->shim, qp->imm_mr);
 	free(qp->imm_slots);
 	qp->imm_mr = NULL;
 	qp->imm_slots = NULL;
@@ -64,7 +66,7 @@ void nic_imm_slots_fini(struct emunic_qp *qp)
 
 uint32_t nic_imm_recv_slot(struct emunic_qp *qp, struct ibv_sge *sge)
 {
-	uint32_t slot = qp->imm_next++ % qp->attr.depth;
+	uint32_t slot = (uint32_t)(qp->imm_next++ % qp->attr.depth);
 
 	*sge = (struct ibv_sge){ .addr = (uintptr_t)&qp->imm_slots[slot], .length = sizeof(qp->imm_slots[slot]),
 				 .lkey = qp->imm_mr->lkey };

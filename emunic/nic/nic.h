@@ -189,7 +189,7 @@ struct emunic_qp {
 	bool imm_by_send;		/* writes-with-immediate go as WRITE + SEND */
 	struct nic_imm_msg *imm_slots;	/* where arrivals land: the receive queue's depth */
 	struct ibv_mr *imm_mr;
-	uint32_t imm_next;		/* the slot the next receive gets */
+	uint64_t imm_next;		/* receives posted into slots: the next one's is this % depth */
 	struct qp_conn *conn;		/* the connection unit's */
 	struct fault_qp *flt;		/* the fault unit's (NULL: no rule touched it) */
 };
@@ -197,6 +197,7 @@ struct emunic_qp {
 struct emunic_mr {
 	struct obj o;
 	struct ibv_mr *mr;
+	struct ibv_mr *stuck;		/* deregistering failed: tried again at close */
 };
 
 /* The region holds [addr, addr + len). */
@@ -449,11 +450,12 @@ uint64_t nic_qp_cancel(struct emunic_qp *qp);
 /* A new verbs QP: post the receives arrivals need (TRIGGERED QPs). */
 int nic_qp_arrivals_init(struct emunic_dev *d, struct emunic_qp *qp);
 /* Immediate data by SEND (imm_send.c), on a QP with imm_by_send: its
- * receive slots (registered at its first connection, freed with it); the
- * slot and buffer of the next receive; the WRITE (if t has data) and SEND
- * that carry a WRITE_IMM task t, built at wr/sge/msg (returns how many:
- * 1 or 2, each with wr_id, the last one's next left for the caller); and
- * an arrival in `slot` turned back into a write-with-immediate's wc. */
+ * receive slots (registered at its first connection, freed with the QP's
+ * memory, at device close); the slot and buffer of the next receive; the
+ * WRITE (if t has data) and SEND that carry a WRITE_IMM task t, built at
+ * wr/sge/msg (returns how many: 1 or 2, each with wr_id, the last one's
+ * next left for the caller); and an arrival in `slot` turned back into a
+ * write-with-immediate's wc. */
 int nic_imm_slots_init(struct emunic_dev *d, struct emunic_qp *qp);
 void nic_imm_slots_fini(struct emunic_qp *qp);
 uint32_t nic_imm_recv_slot(struct emunic_qp *qp, struct ibv_sge *sge);

@@ -225,6 +225,8 @@ void nic_obj_free(struct obj *o)
 		nic_fifo_fini(&((struct emunic_qp *)o)->rq);
 		nic_imm_slots_fini((struct emunic_qp *)o);
 	}
+	if (o->kind == OBJ_MR && ((struct emunic_mr *)o)->stuck)
+		emunic_shim_dereg_mr(&d->v->shim, ((struct emunic_mr *)o)->stuck);
 	if (d->obj_free[o->kind])
 		d->obj_free[o->kind](o);
 	free(o);

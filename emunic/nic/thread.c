@@ -112,7 +112,7 @@ static void sleep_fini(struct emunic_dev *d)
 	if (!s)
 		return;
 	if (s->unacked)
-		ibv_ack_cq_events(d->vcq, s->unacked);
+		emunic_shim_ack_cq_events(&d->v->shim, d->vcq, s->unacked);
 	if (!s->use_poll)
 		io_uring_queue_exit(&s->ring);
 	free(s);
@@ -134,13 +134,12 @@ static void drain_fds(struct emunic_dev *d, struct core_sleep *s, const bool *fi
 {
 	struct ibv_cq *cq;
 	uint64_t v;
-	void *ctx;
 
 	if (fired[FD_CHAN])
-		while (!ibv_get_cq_event(d->chan, &cq, &ctx)) {
+		while (!emunic_shim_get_cq_event(&d->v->shim, d->chan, &cq)) {
 			atomic_store(&d->armed, false);
 			if (++s->unacked >= 64) {
-				ibv_ack_cq_events(d->vcq, s->unacked);
+				emunic_shim_ack_cq_events(&d->v->shim, d->vcq, s->unacked);
 				s->unacked = 0;
 			}
 		}

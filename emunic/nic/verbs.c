@@ -329,7 +329,7 @@ void nic_qp_post_owed(struct emunic_dev *d, struct emunic_qp *qp)
 void nic_qp_drop_verbs(struct emunic_dev *d, struct emunic_qp *qp)
 {
 	if (qp->vqp)
-		ibv_destroy_qp(qp->vqp);
+		emunic_shim_destroy_qp(&d->v->shim, qp->vqp);
 	qp->vqp = NULL;
 	while (nic_verbs_poll(d) == POLL_BATCH)
 		;
@@ -396,10 +396,6 @@ static int push_queue(struct emunic_dev *d, struct emunic_qp *qp, bool recv)
 	struct ibv_sge sge[CHAIN_MAX];
 	struct nic_imm_msg msg[CHAIN_MAX];
 	uint8_t last_wr[CHAIN_MAX];	/* a task's last work request (imm_by_send: two a task) */
-	/* Tasks verbs may hold: as many as work requests, or half as many
-	 * where a task may be two (the verbs QP keeps the same size: siw's
-	 * queue mappings are size-sensitive, README "siw"). */
-	uint32_t room = !recv && qp->imm_by_send ? qp->attr.depth / 2 : qp->attr.depth;
 	int n = 0;
 
 	for (;;) {
@@ -408,7 +404,7 @@ static int push_queue(struct emunic_dev *d, struct emunic_qp *qp, bool recv)
 		int r;
 
 		while (w < CHAIN_MAX && first + k < f->tail && first + k < released &&
-		       first + k - f->done < room) {
+		       first + k - f->done < qp->attr.depth) {
 			struct nic_task *t = nic_fifo_at(f, first + k);
 
 			if (recv) {
@@ -419,7 +415,7 @@ static int push_queue(struct emunic_dev *d, struct emunic_qp *qp, bool recv)
 							       .num_sge = t->len ? 1 : 0, .next = &rwr[w + 1] };
 				w++;
 			} else if (t->op == EMUNIC_TASK_WRITE_IMM && qp->imm_by_send) {
-				if (w + 2 > CHAIN_MAX)
+				if (w + (t->len ? 2 : 1) > CHAIN_MAX)
 					break;
 				w += nic_imm_build_send(&swr[w], &sge[w], &msg[k], t, wr_id(qp, first + k, false));
 			} else {
@@ -462,8 +458,10 @@ static int push_queue(struct emunic_dev *d, struct emunic_qp *qp, bool recv)
 			EMUNIC_TL(TL_WR_POSTED, TL_TRACK_QP, NIC_HANDLE_INDEX(qp->o.handle), qp->peer,
 				  nic_fifo_at(f, first + i)->wr_id, nic_fifo_at(f, first + i)->op, first + i);
 		r = post_chain(d, qp, w, recv, recv ? (void *)rwr : (void *)swr, &wtook);
-		/* A task whose last request verbs refused did not go (a WRITE
-		 * of it that went is sent again with it: the same bytes). */
+		/* A task whose last request verbs refused did not go.  A WRITE
+		 * of it that went is sent again with it (the same bytes); till
+		 * then it holds a place in the verbs queue no task counts, and
+		 * an error it raises is dropped (its index is not in verbs). */
 		for (took = 0; took < k && last_wr[took] < wtook; took++)
 			;
 		if (r)

@@ -154,6 +154,9 @@ struct emunic_rkey {			/* what a peer needs to reach a region */
 	uint32_t pad;
 };
 int emunic_mr_reg(struct emunic_dev *dev, void *addr, size_t len, struct emunic_mr **out);
+/* 0, -EINVAL (not a live region), or the device's error: the handle is
+ * released either way, but then the device keeps the region registered
+ * until it closes (and peers may reach it): keep the memory till then. */
 int emunic_mr_dereg(struct emunic_mr *mr);
 struct emunic_rkey emunic_mr_rkey(const struct emunic_mr *mr);
 

@@ -294,13 +294,13 @@ static int setup(struct dp *d)
 	if (!d->buf)
 		return -ENOMEM;
 	memset(d->buf, 0, total);
-	d->mr = ibv_reg_mr(d->dev->pd, d->buf, total, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
-	if (!d->mr)
-		return emunic_err(-errno, "ibv_reg_mr of %zu bytes failed: %s", total, strerror(errno));
-	d->cq = ibv_create_cq(d->dev->ctx, 4 * d->size + 64, NULL, NULL, 0);
-	if (!d->cq)
-		return emunic_err(-ENOMEM, "ibv_create_cq failed");
+	r = emunic_shim_reg_mr(&d->dev->shim, d->dev->pd, d->buf, total, IBV_ACCESS_LOCAL_WRITE |
+			       IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC, &d->mr);
+	if (r)
+		return emunic_err(r, "registering %zu bytes failed: %s", total, strerror(-r));
+	r = emunic_shim_create_cq(&d->dev->shim, d->dev->ctx, 4 * d->size + 64, NULL, &d->cq);
+	if (r)
+		return emunic_err(r, "creating the CQ failed: %s", strerror(-r));
 	r = emunic_mesh_open(d->dev, d->boot, NULL, d->cq, d->cq, &d->mesh);
 	if (r)
 		return r;
@@ -320,9 +320,9 @@ static void teardown(struct dp *d)
 {
 	emunic_mesh_close(d->mesh);
 	if (d->cq)
-		ibv_destroy_cq(d->cq);
+		emunic_shim_destroy_cq(&d->dev->shim, d->cq);
 	if (d->mr)
-		ibv_dereg_mr(d->mr);
+		emunic_shim_dereg_mr(&d->dev->shim, d->mr);
 	free(d->buf);
 	free(d->peer);
 	emunic_vdev_close(d->dev);

@@ -110,17 +110,14 @@ void show_verdict(struct ibv_context *ctx, const struct ibv_device_attr *a)
  * emunic_dev_lacks() reads). */
 static void show_lacks(uint32_t caps)
 {
-	static const struct { uint32_t cap; const char *what; } need[] = {
-		{ EMUNIC_SHIM_CAP_ATOMIC, "atomics" },
-		{ EMUNIC_SHIM_CAP_WRITE_IMM, "immediate data" },
-		{ EMUNIC_SHIM_CAP_RNR, "RNR" },
-	};
+	static const uint32_t need[] = { EMUNIC_SHIM_CAP_ATOMIC, EMUNIC_SHIM_CAP_WRITE_IMM, EMUNIC_SHIM_CAP_RNR };
 	char buf[96] = "";
 	size_t off = 0;
 
 	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]) && off < sizeof(buf); i++)
-		if (!(caps & need[i].cap))
-			off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%s", off ? ", " : "", need[i].what);
+		if (!(caps & need[i]))
+			off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%s", off ? ", " : "",
+						emunic_shim_cap_what(need[i]));
 	if (off)
 		kv(1, "device lacks", "%s (the README's siw section: how each is handled)", buf);
 }
