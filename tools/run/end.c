@@ -45,18 +45,32 @@ static void reap_quiet(struct job *j)
 		reap_one(j, pid, st);
 }
 
-static void kill_locals(struct job *j)
+/* Waits up to n x 20 ms for the local ranks to end; true if they did. */
+static bool wait_locals(struct job *j, int n)
 {
 	struct timespec ts = { 0, 20 * 1000 * 1000 };
-	int i;
 
-	for (int r = j->first; r < j->first + j->count; r++)
-		if (j->rank[r].pid > 0 && !j->rank[r].exited)
-			kill(j->rank[r].pid, SIGTERM);
-	for (i = 0; i < 100 && any_local_alive(j); i++) {	/* 2 s grace */
+	for (int i = 0; i < n && any_local_alive(j); i++) {
 		nanosleep(&ts, NULL);
 		reap_quiet(j);
 	}
+	return !any_local_alive(j);
+}
+
+static void kill_locals(struct job *j)
+{
+	const char *trace = getenv("EMUNIC_TRACE");
+
+	/* Tracing: a rank writes its part as it exits, and SIGTERM would
+	 * end it without; the others usually fail on their own within
+	 * milliseconds of a peer's failure (their connections break), so
+	 * they get a second to, and the failed job's trace is whole. */
+	if (trace && *trace && wait_locals(j, 50))
+		return;
+	for (int r = j->first; r < j->first + j->count; r++)
+		if (j->rank[r].pid > 0 && !j->rank[r].exited)
+			kill(j->rank[r].pid, SIGTERM);
+	wait_locals(j, 100);	/* 2 s grace */
 	for (int r = j->first; r < j->first + j->count; r++)
 		if (j->rank[r].pid > 0 && !j->rank[r].exited) {
 			kill(j->rank[r].pid, SIGKILL);
