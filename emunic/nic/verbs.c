@@ -534,6 +534,8 @@ static unsigned final_how(enum ibv_wc_status st)
 
 static void arrival(struct emunic_dev *d, struct emunic_qp *qp, struct ibv_wc *wc, enum ibv_wc_status fail)
 {
+	if (wc->status == IBV_WC_WR_FLUSH_ERR && atomic_load(&qp->state) == QP_CONNECTING)
+		return;		/* a dropped attempt's receives (conn_drop_vqp): not this connection's */
 	if (qp->imm_by_send)	/* read before the slot is posted again, below */
 		nic_imm_from_send(qp, wc, (uint32_t)((wc->wr_id >> 1) & IDX_MASK));
 	if (wc->status == IBV_WC_SUCCESS && wc->qp_num == atomic_load(&qp->qpn)) {

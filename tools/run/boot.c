@@ -42,8 +42,10 @@ static void rank_exit(struct job *j, int r)
 		return;
 	}
 	s->code = status_code(s->status) ? status_code(s->status) : EXIT_LAUNCH;
-	if (!j->keep_going)
+	if (!j->keep_going) {
+		j->rank_failed = true;
 		fail(j, s->code, "rank %d (pid %d) %s after %.1f s", r, (int)s->pid, how, s->t_exit);
+	}
 	say("rank %d (pid %d) %s after %.1f s; keeping the others (--keep-going)", r, (int)s->pid, how, s->t_exit);
 	if (!j->first_fail) {
 		j->first_fail = s->code;

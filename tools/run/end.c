@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 bool any_local_alive(const struct job *j)
@@ -61,12 +62,18 @@ static void kill_locals(struct job *j)
 {
 	const char *trace = getenv("EMUNIC_TRACE");
 
-	/* Tracing: a rank writes its part as it exits, and SIGTERM would
-	 * end it without; the others usually fail on their own within
-	 * milliseconds of a peer's failure (their connections break), so
-	 * they get a second to, and the failed job's trace is whole. */
-	if (trace && *trace && wait_locals(j, 50))
-		return;
+	/* A traced job that a rank's failure ends: a rank writes its part as
+	 * it exits, and SIGTERM would end it without.  The others usually
+	 * fail on their own within milliseconds (their connections break);
+	 * one waiting in the bootstrap is told by its channel closing.  They
+	 * get 2 s to, and the failed job's trace is whole. */
+	if (j->rank_failed && trace && *trace) {
+		for (int r = j->first; r < j->first + j->count; r++)
+			if (j->rank[r].fd >= 0)
+				shutdown(j->rank[r].fd, SHUT_RDWR);
+		if (wait_locals(j, 100))
+			return;
+	}
 	for (int r = j->first; r < j->first + j->count; r++)
 		if (j->rank[r].pid > 0 && !j->rank[r].exited)
 			kill(j->rank[r].pid, SIGTERM);

@@ -60,6 +60,7 @@ struct job {
 	const char *device;
 	int timeout_s;
 	bool verbose, counters, keep_going;
+	bool rank_failed;		/* the job ends because a rank failed (rank_exit's fail()) */
 	const char *join_trace;		/* --join-trace FILE: join, start nothing */
 	char **argv;
 	sigset_t oldmask;		/* the mask children get back */
