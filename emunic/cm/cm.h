@@ -98,8 +98,6 @@ void conn_opts(const struct emunic_qp *qp, struct emunic_qp_opts *o);
 bool conn_on_demand(const struct emunic_qp *qp);
 /* The lower rank of a pair that both connected: its own attempt goes. */
 struct rdma_cm_id *conn_drop_attempt(struct emunic_qp *qp);
-/* The verbs QP of an attempt that never connected goes. */
-void conn_drop_vqp(struct emunic_qp *qp);
 
 /* connect.c: connect, or accept a request (parked until its QP exists) */
 void conn_start(struct emunic_dev *d, struct emunic_qp *qp);

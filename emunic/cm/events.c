@@ -205,7 +205,7 @@ static void connect_refused(struct emunic_dev *d, struct emunic_qp *qp, int e)
 	nic_notice(d, "peer %d qp #%d: %s; connecting again from a new port (%u of %u)", qp->peer, qp->index, why,
 		   c->first_tries, FIRST_TRIES);
 	rc_bury_id(qp);		/* inside its event: destroyed later */
-	conn_drop_vqp(qp);
+	nic_qp_drop_unconnected(d, qp);
 	conn_start(d, qp);
 }
 

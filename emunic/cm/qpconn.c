@@ -117,20 +117,6 @@ struct rdma_cm_id *conn_drop_attempt(struct emunic_qp *qp)
 	struct rdma_cm_id *id = c->id;
 
 	c->id = NULL;
-	conn_drop_vqp(qp);
+	nic_qp_drop_unconnected(qp->o.dev, qp);
 	return id;
-}
-
-void conn_drop_vqp(struct emunic_qp *qp)
-{
-	if (!qp->vqp)
-		return;
-	/* Never connected: no work was handed to it; the receives for
-	 * arrivals it held may come back flushed (siw flushes at destroy),
-	 * and the poll drops those while the QP connects (verbs.c). */
-	emunic_shim_destroy_qp(&qp->o.dev->v->shim, qp->vqp);
-	qp->vqp = NULL;
-	qp->recvs_posted = false;
-	qp->owed = 0;		/* receives are the new verbs QP's own */
-	qp->flushing = false;
 }

@@ -466,6 +466,11 @@ void nic_imm_from_send(struct emunic_qp *qp, struct ibv_wc *wc, uint32_t slot);
 void nic_qp_post_owed(struct emunic_dev *d, struct emunic_qp *qp);
 /* The verbs QP and what the CQ still holds of it go (reconnection). */
 void nic_qp_drop_verbs(struct emunic_dev *d, struct emunic_qp *qp);
+/* The verbs QP of an attempt that never connected goes, the CQ untouched
+ * (called inside rdma_cm events): no work was handed to it, and the
+ * receives for arrivals it held, which siw flushes at destroy, are dropped
+ * by the poll while the QP connects. */
+void nic_qp_drop_unconnected(struct emunic_dev *d, struct emunic_qp *qp);
 /* The QP's connection failed (a completion, the peer, a fault rule). */
 bool nic_qp_failed(struct emunic_dev *d, struct emunic_qp *qp, int status, unsigned how, const char *why);
 void nic_qp_set_state(struct emunic_qp *qp, enum qp_state s);

@@ -326,6 +326,14 @@ void nic_qp_post_owed(struct emunic_dev *d, struct emunic_qp *qp)
 		post_recvs(d, qp, n);
 }
 
+/* What the engine kept of a verbs QP that is gone. */
+static void verbs_forgotten(struct emunic_qp *qp)
+{
+	qp->recvs_posted = false;
+	qp->flushing = false;
+	qp->owed = 0;		/* receives are the new verbs QP's own */
+}
+
 void nic_qp_drop_verbs(struct emunic_dev *d, struct emunic_qp *qp)
 {
 	if (qp->vqp)
@@ -333,9 +341,16 @@ void nic_qp_drop_verbs(struct emunic_dev *d, struct emunic_qp *qp)
 	qp->vqp = NULL;
 	while (nic_verbs_poll(d) == POLL_BATCH)
 		;
-	qp->recvs_posted = false;
-	qp->flushing = false;
-	qp->owed = 0;		/* receives are the new verbs QP's own */
+	verbs_forgotten(qp);
+}
+
+void nic_qp_drop_unconnected(struct emunic_dev *d, struct emunic_qp *qp)
+{
+	if (!qp->vqp)
+		return;
+	emunic_shim_destroy_qp(&d->v->shim, qp->vqp);
+	qp->vqp = NULL;
+	verbs_forgotten(qp);
 }
 
 /* ---- handing work to verbs ------------------------------------------------------------ */
@@ -535,7 +550,7 @@ static unsigned final_how(enum ibv_wc_status st)
 static void arrival(struct emunic_dev *d, struct emunic_qp *qp, struct ibv_wc *wc, enum ibv_wc_status fail)
 {
 	if (wc->status == IBV_WC_WR_FLUSH_ERR && atomic_load(&qp->state) == QP_CONNECTING)
-		return;		/* a dropped attempt's receives (conn_drop_vqp): not this connection's */
+		return;		/* a dropped attempt's receives (nic_qp_drop_unconnected): not this connection's */
 	if (qp->imm_by_send)	/* read before the slot is posted again, below */
 		nic_imm_from_send(qp, wc, (uint32_t)((wc->wr_id >> 1) & IDX_MASK));
 	if (wc->status == IBV_WC_SUCCESS && wc->qp_num == atomic_load(&qp->qpn)) {
