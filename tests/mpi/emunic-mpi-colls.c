@@ -646,6 +646,10 @@ int main(int argc, char **argv)
 	int free_active = argc == 2 && !strcmp(argv[1], "--free-active");
 	MPI_Comm dup;
 
+	/* Whole lines: a block-buffered stdout flushes mid-line, and the
+	 * launcher's interleaving with stderr (the interposer's verbose lines)
+	 * then splits a result line in two. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 3 && !strcmp(argv[1], "--many"))
 		many = atoi(argv[2]);
 	else if (argc != 1 && !missing && !multiple && !free_active) {

@@ -212,6 +212,9 @@ static void print_help(FILE *f, const char *only)
 
 int main(int argc, char **argv)
 {
+	/* Whole lines: results go to stdout, progress to stderr; a block-
+	 * buffered stdout in a pipe would flush mid-line between them. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 2)
 		return bench_usage_error(NULL, "no subcommand");
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
