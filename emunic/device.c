@@ -222,9 +222,14 @@ int emunic_vdev_open(const char *name, struct emunic_vdev **out)
 
 void emunic_vdev_close(struct emunic_vdev *d)
 {
+	int r;
+
 	if (!d)
 		return;
-	if (d->pd)
-		ibv_dealloc_pd(d->pd);
+	/* Everything of emunic's on the PD is gone by now: a failure is a leak
+	 * of ours (a region or QP left registered), said, not hidden. */
+	if (d->pd && (r = ibv_dealloc_pd(d->pd)))
+		emunic_err(-r, "device %s: deallocating its protection domain failed (%s): something registered on "
+			   "it was left behind", d->name, strerror(r));
 	free(d);
 }

@@ -112,18 +112,26 @@ def check_free_refused(pre):
         == 8, pre
 
 
-def check_fault_named(out, abort_first=None):
-    """Rank 0's 7th send fails (an allreduce's): named by emunic and by the
-    interposer, and the job ends (not 0, not the timeout's 124).  The peer
-    names it too when it next uses the broken connection; `abort_first`, a
-    pattern of the MPI's own abort line, allows instead that the abort ended
-    the peer before that (the failed send's data did arrive: the fault
-    changed only its completion, so the peer's part of that collective may
-    end well)."""
-    assert re.search(r"emunic: rank 0: coll: \w+ \d+: SEND to peer 1 failed: remote access error", out), out
+def check_fault_named(out, abort_first=None, abort_peer=None):
+    """Rank 0's 7th send fails (an allreduce's): named by rank 0's engine
+    when it sees the completion, by its collective and by the interposer,
+    and the job ends (not 0, not the timeout's 124).  The peer names it too
+    when it next uses the broken connection; `abort_first`, a pattern of the
+    MPI's own abort line, allows instead that the abort ended the peer
+    before that (the failed send's data did arrive: the fault changed only
+    its completion, so the peer's part of that collective may end well).
+    `abort_peer`, the peer's abort line, allows the other order: the
+    failure disconnects the pair at once, so the peer may see it, and its
+    abort end rank 0, before rank 0's collective is next tested; rank 0's
+    engine has said it by then (it prints before it leaves the engine)."""
+    engine = re.search(r"emunic: rank 0: peer 1 qp \d+: SEND \(wr_id \d+\) failed: remote access error", out)
+    coll = re.search(r"emunic: rank 0: coll: \w+ \d+: SEND to peer 1 failed: remote access error", out)
     peer = re.search(r"emunic: rank 1: coll: \w+ \d+: ", out)
+    peer_first = not coll and abort_peer and peer and re.search(abort_peer, out)
+    assert engine, out
+    assert coll or peer_first, out
     assert peer or (abort_first and re.search(abort_first, out)), out	# the peer names it too
-    assert re.search(r"emunic-mpi: rank 0: \w+ on communicator 0x[0-9a-f]+ failed: ", out), out
+    assert peer_first or re.search(r"emunic-mpi: rank 0: \w+ on communicator 0x[0-9a-f]+ failed: ", out), out
 
 
 FAULT_ENV = ["EMUNIC_FAULTS=wc:status=REM_ACCESS_ERR,rank=0,op=7,opcode=send", "EMUNIC_MPI_TIMEOUT_MS=10000"]

@@ -30,6 +30,9 @@ int emunic_mr_reg(struct emunic_dev *d, void *addr, size_t len, struct emunic_mr
 		free(m);
 		return emunic_err(r, "device %s: registering %zu bytes failed (%s)", d->v->name, len, strerror(-r));
 	}
+	pthread_mutex_lock(&d->post_lock);
+	nic_mr_link(d, m, true);
+	pthread_mutex_unlock(&d->post_lock);
 	*out = m;
 	return 0;
 }
@@ -47,6 +50,7 @@ int emunic_mr_dereg(struct emunic_mr *m)
 	/* The handle stays readable (and dead) until the device closes: an
 	 * op or entry still naming it is refused, never a use after free. */
 	pthread_mutex_lock(&m->o.dev->post_lock);
+	nic_mr_link(d, m, false);
 	m->mr = NULL;
 	m->o.grave = m->o.dev->graveyard;
 	m->o.dev->graveyard = &m->o;

@@ -110,8 +110,7 @@ int nic_wait(struct emunic_dev *d, struct emunic_word *const *w, unsigned nw, bo
 			assisting = false;
 			leave(d);
 		}
-		if (atomic_load_explicit(&d->notices, memory_order_relaxed))
-			nic_notices_flush(d);
+		nic_notices_out(d);
 		emunic_word_sleep_any(w, seq, nw, deadline - now < SLEEP_SLICE_NS ? deadline - now : SLEEP_SLICE_NS);
 		atomic_fetch_sub(&d->sleepers, 1);
 		atomic_fetch_add(&d->assisting, 1);
@@ -121,7 +120,6 @@ int nic_wait(struct emunic_dev *d, struct emunic_word *const *w, unsigned nw, bo
 	if (assisting)
 		leave(d);
 	nic_set_handlers_ok(handlers);
-	if (atomic_load_explicit(&d->notices, memory_order_relaxed))
-		nic_notices_flush(d);
+	nic_notices_out(d);
 	return r;
 }

@@ -361,6 +361,7 @@ int nic_obj_create(struct obj *o);
 int nic_obj_destroy(struct obj *o, const char *what);
 /* Engine: link an object it made itself (accepted on demand). */
 void nic_obj_link(struct emunic_dev *d, struct obj *o);
+void nic_mr_link(struct emunic_dev *d, struct emunic_mr *m, bool live);
 void nic_obj_free(struct obj *o);
 /* A QP object, not yet published (caller holds post_lock). */
 struct emunic_qp *nic_qp_new(struct emunic_dev *d, int peer, const struct emunic_qp_attr *attr);
@@ -481,6 +482,14 @@ void nic_qp_set_state(struct emunic_qp *qp, enum qp_state s);
 void nic_notice(struct emunic_dev *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prints what is queued (outside the engine: the core loop, waits, close). */
 void nic_notices_flush(struct emunic_dev *d);
+/* The same, where it is cheap to look often: whoever leaves the engine
+ * (the core after a pass, a wait, a poll, a post that ran it) prints what
+ * that pass queued, so a failure is said before a peer it told can act. */
+static inline void nic_notices_out(struct emunic_dev *d)
+{
+	if (atomic_load_explicit(&d->notices, memory_order_relaxed))
+		nic_notices_flush(d);
+}
 
 /* ---- thread.c: the core thread ------------------------------------------------------------ */
 

@@ -44,6 +44,25 @@ static void unlink_obj(struct emunic_dev *d, struct obj *o)
 	o->linked = false;
 }
 
+/* Regions are the app's alone (no unit attaches, the engine never walks
+ * them): linked and unlinked by the app under the post lock, so that close
+ * finds and deregisters the ones never deregistered, before the PD goes. */
+void nic_mr_link(struct emunic_dev *d, struct emunic_mr *m, bool live)
+{
+	struct obj *o = &m->o;
+
+	if (!live) {
+		unlink_obj(d, o);
+		return;
+	}
+	o->prev = NULL;
+	o->next = d->objs[OBJ_MR];
+	if (o->next)
+		o->next->prev = o;
+	d->objs[OBJ_MR] = o;
+	o->linked = true;
+}
+
 /* Engine: the object goes; every unit lets go of it first. */
 void nic_release_obj(struct emunic_dev *d, struct obj *o)
 {
@@ -166,13 +185,14 @@ void nic_submitted(struct emunic_dev *d, bool wait_next)
 	nic_pass(d);
 	if (!wait_next) {
 		nic_unown(d);		/* hands over to the core what is left */
-		return;
+	} else {
+		/* Leaves as an assisting waiter would: its wait is next, and
+		 * hands over when it ends (assist.c). */
+		atomic_fetch_add(&d->assisting, 1);
+		nic_unown(d);
+		atomic_fetch_sub(&d->assisting, 1);
 	}
-	/* Leaves as an assisting waiter would: its wait is next, and hands
-	 * over when it ends (assist.c). */
-	atomic_fetch_add(&d->assisting, 1);
-	nic_unown(d);
-	atomic_fetch_sub(&d->assisting, 1);
+	nic_notices_out(d);
 }
 
 /* ---- QPs and freeing ------------------------------------------------------------------- */
@@ -225,8 +245,14 @@ void nic_obj_free(struct obj *o)
 		nic_fifo_fini(&((struct emunic_qp *)o)->rq);
 		nic_imm_slots_fini((struct emunic_qp *)o);
 	}
-	if (o->kind == OBJ_MR && ((struct emunic_mr *)o)->stuck)
-		emunic_shim_dereg_mr(&d->v->shim, ((struct emunic_mr *)o)->stuck);
+	if (o->kind == OBJ_MR) {
+		struct emunic_mr *m = (struct emunic_mr *)o;
+
+		if (m->mr)	/* never deregistered: it dies with the device */
+			emunic_shim_dereg_mr(&d->v->shim, m->mr);
+		if (m->stuck)
+			emunic_shim_dereg_mr(&d->v->shim, m->stuck);
+	}
 	if (d->obj_free[o->kind])
 		d->obj_free[o->kind](o);
 	free(o);

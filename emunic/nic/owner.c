@@ -152,7 +152,9 @@ bool nic_poll_assist(struct emunic_dev *d)
 	n = nic_verbs_poll(d);
 	if (n && nic_urgent(d))
 		n += nic_pass(d);
-	return unown(d, n == 0) || n > 0;
+	n = unown(d, n == 0) || n > 0;
+	nic_notices_out(d);
+	return n;
 }
 
 void nic_kick(struct emunic_dev *d)

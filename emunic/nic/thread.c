@@ -282,16 +282,14 @@ static void *core_main(void *arg)
 			 * again rather than sleep unarmed (spec/token.pml, D1). */
 			if (nic_unown(d))
 				n = 1;
-			if (atomic_load_explicit(&d->notices, memory_order_relaxed))
-				nic_notices_flush(d);
+			nic_notices_out(d);
 			if (!n)
 				core_sleep(d);
 			last_work = 0;
 			continue;
 		}
 		nic_unown(d);
-		if (atomic_load_explicit(&d->notices, memory_order_relaxed))
-			nic_notices_flush(d);
+		nic_notices_out(d);
 		if (!n)
 			__builtin_ia32_pause();
 	}
