@@ -6,8 +6,9 @@ refused: immediate data, which triggered ops tell their target in, goes as
 a SEND after the write (emunic/nic/imm_send.c), so the triggered checks
 that count at the target run here too; atomics and RNR cannot be made up,
 so a check that needs them skips with the reason the program names (exit
-77), and the emulation refuses them at post (-EOPNOTSUPP: the
-`unsupported` check), as it does an MQ's WRITE_IMM."""
+77), and the emulation refuses them at post (-EOPNOTSUPP: trigtest's
+`unsupported` check), as it does an MQ's FETCH_ADD and WRITE_IMM (mqtest's
+`unsupported`)."""
 import os
 import re
 
@@ -53,14 +54,25 @@ def test_rxe0_stays_the_default(siw):
     assert "device rxe0: progress core started" in out, out
 
 
-@pytest.mark.parametrize("check", sorted(MQ_CHECKS))
+@pytest.mark.parametrize("check", sorted(MQ_CHECKS) + ["unsupported"])
 def test_mq_rule_on_siw(siw, check):
     """mqtest `invalid` ends by opening a second emunic device in the same
     process: it runs because of emunic's siw mmap-key guard (emunic/iwarp.c),
-    as do the triggered checks' second QPs."""
+    as do the triggered checks' second QPs.  `unsupported`: a list with a
+    FETCH_ADD or a WRITE_IMM is refused whole, named, and nothing of it runs."""
     out = run_ctest(siw, "%s/emunic-run -n 2 -t 60 %s/emunic-mqtest %s" % (BIN, BIN, check), timeout=90,
-                    env=SIW, what=MQ_CHECKS[check] + " (siw0)")
+                    env=SIW, what=MQ_CHECKS.get(check, "refused, not run") + " (siw0)")
     assert "emunic-mqtest: %s: PASS" % check in out, out
+    if check == "unsupported":
+        for op in ("FETCH_ADD", "WRITE_IMM"):
+            assert re.search(r"emunic: rank 0: mq 0x[0-9a-f]+: task 1 of the list \(%s, wr_id 1\): device siw0: "
+                             r".+; nothing was posted" % op, out), out
+
+
+def test_mq_unsupported_is_skipped_on_rxe(siw):
+    """rxe has atomics and immediate data: nothing to refuse, said so."""
+    rc, out = siw.run("%s/emunic-run -n 2 -t 60 %s/emunic-mqtest unsupported" % (BIN, BIN), timeout=90)
+    assert rc == 77 and "SKIP: unsupported on rxe0: it has atomics and immediate data, nothing to refuse" in out, out
 
 
 @pytest.mark.parametrize("check", sorted(TRIG_CHECKS) + ["unsupported"])

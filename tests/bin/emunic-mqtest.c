@@ -434,6 +434,56 @@ static void t_close_inflight(void)
 	sync_ranks();
 }
 
+/* On a device without atomics or immediate data (siw), a list with a
+ * FETCH_ADD or a WRITE_IMM is refused whole at post (-EOPNOTSUPP): nothing
+ * of it runs, counts or holds room, and the MQ and QP go on as before. */
+static void t_unsupported(void)
+{
+	static const struct { unsigned lacks; int op; } kinds[] = {
+		{ EMUNIC_LACKS_ATOMIC, EMUNIC_TASK_FETCH_ADD }, { EMUNIC_LACKS_IMM, EMUNIC_TASK_WRITE_IMM },
+	};
+	struct emunic_wc wc;
+	unsigned refused = 0;
+
+	if (!emunic_dev_lacks(T->dev, EMUNIC_LACKS_ATOMIC) && !emunic_dev_lacks(T->dev, EMUNIC_LACKS_IMM))
+		SKIP("unsupported on %s: it has atomics and immediate data, nothing to refuse",
+		     emunic_dev_name(T->dev));
+	setup(T->rank == 0 ? EMUNIC_QP_MANAGED_SEND : 0, 7);
+	if (T->rank == 1)
+		recvs(1);
+	sync_ranks();
+	if (T->rank == 0) {
+		for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+			struct emunic_task list[3] = { data(EMUNIC_TASK_SEND, 0), data(kinds[k].op, 1),
+						       ctl(EMUNIC_TASK_SEND_EN, 0, EMUNIC_TASK_SIGNAL) };
+
+			if (!emunic_dev_lacks(T->dev, kinds[k].lacks))
+				continue;
+			list[1].remote_addr = 0x1000;
+			list[1].rkey = 1;
+			list[1].add = 1;
+			CHECK(emunic_mq_post(T->mq, list, 3) == -EOPNOTSUPP, "a list with a %s was not refused",
+			      emunic_task_op_str(kinds[k].op));
+			refused++;
+		}
+		/* Nothing of the refused lists was posted: SEND_EN(1) finds
+		 * exactly one send (this one) to enable, and the MQ's only
+		 * completion is this list's. */
+		CHECK(emunic_mq_post(T->mq, (struct emunic_task[]){ ctl(EMUNIC_TASK_SEND_EN, 1, 0) }, 1) == -EINVAL,
+		      "a refused list left a send behind to enable");
+		post1(data(EMUNIC_TASK_SEND, 0));
+		post1(ctl(EMUNIC_TASK_SEND_EN, 1, EMUNIC_TASK_SIGNAL));
+		CHECK(emunic_mq_wait(T->mq, &wc, 5000) == 0 && wc.status == 0 && wc.wr_id == 1001,
+		      "the MQ is not usable after the refused lists (wr_id %llu)", (unsigned long long)wc.wr_id);
+		CHECK(emunic_mq_poll(T->mq, &wc, 1) == 0, "a refused list completed on the MQ");
+		CHECK(refused > 0, "nothing was refused");
+	}
+	if (T->rank == 1)
+		CHECK(await(T->rcq, 1) == 1 && emunic_cq_count(T->rcq) == 1, "the one send after the refusals did not "
+		      "arrive alone (%llu)", (unsigned long long)emunic_cq_count(T->rcq));
+	sync_ranks();
+}
+
 static void t_invalid(void)
 {
 	struct emunic_task bogus = { .op = 99 }, en_unmanaged, wait;
@@ -755,7 +805,7 @@ static const struct { const char *name; void (*fn)(void); unsigned needs; } chec
 	{ "wait_before_failure", t_wait_before_failure, EMUNIC_LACKS_RNR }, { "wait_next", t_wait_next, 0 },
 	{ "start_away", t_start_away, 0 },
 	{ "quiet_handover", t_quiet_handover, 0 }, { "lazy_start", t_lazy_start, 0 },
-	{ "post_lists", t_post_lists, 0 },
+	{ "post_lists", t_post_lists, 0 }, { "unsupported", t_unsupported, 0 },
 };
 
 int main(int argc, char **argv)
