@@ -16,7 +16,7 @@ RUN = BIN + "/emunic-run"
 PROG = BIN + "/emunic-exp-barrier"
 SRC = os.path.join(ROOT, "tests", "bin", "emunic-exp-barrier.c")
 FLOWS = ["enable-on-unmanaged-qp", "wait-on-non-cross-channel-qp", "wait-on-non-cross-channel-cq",
-         "enable-more-than-posted"]
+         "enable-more-than-posted", "recv-enable-on-unmanaged-recv"]
 # The standard verbs calls a legacy program makes on the shim's objects, and
 # how each ends (the renames in verbs_exp.h, shim/verbs_exp/compat.c): done,
 # or the shim's documented error, never a crash in libibverbs.
@@ -71,6 +71,11 @@ def test_barrier_and_bad_flows(rxe, n):
     # SEND_ENABLE counts as libmlx5 counted them (an index in work requests,
     # moved only by WAIT_EN_LAST), not as emunic's "the next n".
     assert len(re.findall(r"enable index: 1, 2, 3 sends arrived", out)) == n, out
+    # MANAGED_RECV: a posted receive waits for its RECV_ENABLE (the
+    # partner's send meets RNR until then), and RECV_ENABLE on a QP not
+    # created MANAGED_RECV is EINVAL (FLOWS).
+    assert len(re.findall(r"recv enable: 0 arrived before RECV_ENABLE, 1 after, as libmlx5", out)) == n, out
+    assert "not created IBV_EXP_QP_CREATE_MANAGED_RECV" in out, out
     # The shim's error lines name the rank and what libmlx5 refused.
     assert "unsupported cross-channel functionality" in out, out
     assert "enables past the" in out, out

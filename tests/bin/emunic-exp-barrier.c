@@ -29,8 +29,9 @@
  * ibv_modify_qp, on the program's own verbs objects; on the shim's,
  * ibv_modify_qp and ibv_req_notify_cq fail EOPNOTSUPP rather than crash.  --enable-index
  * first checks that a task list over two management QPs refused for room
- * posts nothing (span_overflow), then that enable counts follow libmlx5's
- * index arithmetic (index_check).
+ * posts nothing (span_overflow), that enable counts follow libmlx5's
+ * index arithmetic (index_check), and that a receive on a MANAGED_RECV QP
+ * waits for its RECV_ENABLE (recv_enable_check).
  *
  * Exit: 0 pass, 1 a violation or a bad flow not refused as expected,
  * 2 usage, 3 a verbs_exp call failed, 77 no cross-channel capability.
@@ -61,6 +62,8 @@ struct ctx {
 	struct ibv_cq *xcq;		/* --enable-index: its own pair, to rank ^ 1 */
 	struct ibv_qp *xqp;
 	struct ibv_qp *mqp2;		/* --enable-index: a second management QP */
+	struct ibv_cq *ycq;		/* --enable-index: a MANAGED_RECV pair, to rank ^ 1 */
+	struct ibv_qp *yqp;
 	uint64_t xbuf[4];		/* [0]: what is sent; [1..3]: what arrives */
 	struct ibv_mr *xmr;
 };
@@ -156,6 +159,10 @@ static void setup(struct ctx *c, int index_check)
 		if (emunic_exp_connect(c->xqp, c->rank ^ 1))
 			die(c, "emunic_exp_connect", errno);
 		c->mqp2 = make_qp(c, c->mcq, c->mcq, IBV_EXP_QP_CREATE_CROSS_CHANNEL);
+		c->ycq = make_cq(c, 1, 0);
+		c->yqp = make_qp(c, c->scq, c->ycq, IBV_EXP_QP_CREATE_CROSS_CHANNEL | IBV_EXP_QP_CREATE_MANAGED_RECV);
+		if (emunic_exp_connect(c->yqp, c->rank ^ 1))
+			die(c, "emunic_exp_connect", errno);
 		if (!(c->xmr = ibv_reg_mr(c->pd, c->xbuf, sizeof(c->xbuf), IBV_ACCESS_LOCAL_WRITE)))
 			die(c, "ibv_reg_mr", errno);
 		for (int j = 1; j <= 3; j++) {
@@ -251,19 +258,37 @@ static int expect(const struct ctx *c, const char *flow, int r, int ok_ptr)
 	return good ? 0 : 1;
 }
 
+/* An enable of `count` work requests of `qp`, as a work request. */
+static struct ibv_exp_send_wr enable_wr(int opcode, struct ibv_qp *qp, int count)
+{
+	struct ibv_exp_send_wr w;
+
+	memset(&w, 0, sizeof(w));
+	w.exp_opcode = opcode;
+	w.task.wqe_enable.qp = qp;
+	w.task.wqe_enable.wqe_count = count;
+	return w;
+}
+
+/* One work request posted on `on` that verbs_exp refused. */
+static int bad_post(const struct ctx *c, const char *flow, struct ibv_qp *on, struct ibv_exp_send_wr *w)
+{
+	struct ibv_exp_send_wr *bad_wr = NULL;
+	int r = ibv_exp_post_send(on, w, &bad_wr);
+
+	return expect(c, flow, r, bad_wr == w);
+}
+
 static int bad_flows(const struct ctx *c)
 {
-	struct ibv_exp_send_wr w, *bad_wr;
+	struct ibv_exp_send_wr w;
 	struct ibv_exp_send_wr snd = { .exp_opcode = IBV_EXP_WR_SEND }, en = { .exp_opcode = IBV_EXP_WR_SEND_ENABLE };
 	struct ibv_exp_task t[2], *bad_task;
 	int fails = 0, r;
 
 	/* A task on a QP not created managed: SEND_ENABLE naming the
 	 * management QP (no MANAGED_SEND), posted as a task. */
-	memset(&w, 0, sizeof(w));
-	w.exp_opcode = IBV_EXP_WR_SEND_ENABLE;
-	w.task.wqe_enable.qp = c->mqp;
-	w.task.wqe_enable.wqe_count = 1;
+	w = enable_wr(IBV_EXP_WR_SEND_ENABLE, c->mqp, 1);
 	task_of(&t[0], c->mqp, &w, NULL);
 	bad_task = NULL;
 	r = ibv_exp_post_task(c->ibctx, t, &bad_task);
@@ -275,15 +300,11 @@ static int bad_flows(const struct ctx *c)
 	w.exp_opcode = IBV_EXP_WR_CQE_WAIT;
 	w.task.cqe_wait.cq = c->rcq[0];
 	w.task.cqe_wait.cq_count = 1;
-	bad_wr = NULL;
-	r = ibv_exp_post_send(c->pqp, &w, &bad_wr);
-	fails += expect(c, "wait-on-non-cross-channel-qp", r, bad_wr == &w);
+	fails += bad_post(c, "wait-on-non-cross-channel-qp", c->pqp, &w);
 
 	/* WAIT on a CQ not created cross-channel. */
 	w.task.cqe_wait.cq = c->ncq;
-	bad_wr = NULL;
-	r = ibv_exp_post_send(c->mqp, &w, &bad_wr);
-	fails += expect(c, "wait-on-non-cross-channel-cq", r, bad_wr == &w);
+	fails += bad_post(c, "wait-on-non-cross-channel-cq", c->mqp, &w);
 
 	/* Enable more than posted: one SEND, SEND_ENABLE(2), as one task
 	 * list; refused whole, so the SEND is not left posted either. */
@@ -295,6 +316,10 @@ static int bad_flows(const struct ctx *c)
 	bad_task = NULL;
 	r = ibv_exp_post_task(c->ibctx, t, &bad_task);
 	fails += expect(c, "enable-more-than-posted", r, bad_task == &t[1]);
+
+	/* RECV_ENABLE naming a QP created MANAGED_SEND but not MANAGED_RECV. */
+	w = enable_wr(IBV_EXP_WR_RECV_ENABLE, c->qp[0], 1);
+	fails += bad_post(c, "recv-enable-on-unmanaged-recv", c->mqp, &w);
 	return fails;
 }
 
@@ -345,11 +370,10 @@ static int verbs_calls(struct ctx *c)
 
 static void enable(const struct ctx *c, int count, uint64_t flags)
 {
-	struct ibv_exp_send_wr w = { .exp_opcode = IBV_EXP_WR_SEND_ENABLE, .exp_send_flags = flags }, *bad;
+	struct ibv_exp_send_wr w = enable_wr(IBV_EXP_WR_SEND_ENABLE, c->xqp, count), *bad;
 	int r;
 
-	w.task.wqe_enable.qp = c->xqp;
-	w.task.wqe_enable.wqe_count = count;
+	w.exp_send_flags = flags;
 	if ((r = ibv_exp_post_send(c->mqp, &w, &bad)))
 		die(c, "SEND_ENABLE", r);
 }
@@ -453,6 +477,39 @@ static int index_check(struct ctx *c)
 	return got[0] != 1 || got[1] != 2 || got[2] != 3;
 }
 
+/* ---- MANAGED_RECV: receives held until RECV_ENABLE ------------------------------- */
+
+/* A receive posted on a MANAGED_RECV QP waits for a RECV_ENABLE naming it:
+ * the partner's send finds no receive (RNR, retried: rnr_retry 7) and
+ * arrives only once the enable let the receive go. */
+static int recv_enable_check(struct ctx *c)
+{
+	struct ibv_exp_send_wr snd = { .exp_opcode = IBV_EXP_WR_SEND }, en = enable_wr(IBV_EXP_WR_RECV_ENABLE, c->yqp, 1);
+	struct ibv_exp_send_wr *bad;
+	struct ibv_recv_wr rwr = { .wr_id = 7, .num_sge = 0 }, *rbad;
+	struct ibv_wc wc = { .status = IBV_WC_GENERAL_ERR };
+	int before, after = 0, good, r;
+	time_t t0;
+
+	if ((r = ibv_post_recv(c->yqp, &rwr, &rbad)))
+		die(c, "ibv_post_recv on the MANAGED_RECV QP", r);
+	barrier(c);	/* both receives posted (and held) before either send */
+	if ((r = ibv_exp_post_send(c->yqp, &snd, &bad)))
+		die(c, "SEND to a held receive", r);
+	usleep(300000);
+	before = ibv_poll_cq(c->ycq, 1, &wc);
+	barrier(c);
+	if ((r = ibv_exp_post_send(c->mqp, &en, &bad)))
+		die(c, "RECV_ENABLE", r);
+	for (t0 = time(NULL); after == 0 && time(NULL) - t0 < 30;)
+		after = ibv_poll_cq(c->ycq, 1, &wc);
+	good = before == 0 && after == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == 7;
+	printf("emunic-exp-barrier: rank %d: recv enable: %d arrived before RECV_ENABLE, %d after%s\n", c->rank,
+	       before, after, good ? ", as libmlx5" : ", NOT as libmlx5 (0 before, then 1)");
+	barrier(c);	/* the partner's send completed too */
+	return !good;
+}
+
 /* ---- the check ------------------------------------------------------------------- */
 
 static _Atomic uint64_t *shared_counter(const struct ctx *c, const char *path)
@@ -513,6 +570,7 @@ int main(int argc, char **argv)
 	if (index && c.steps) {
 		fails += span_overflow(&c);
 		fails += index_check(&c);
+		fails += recv_enable_check(&c);
 	}
 	ctr = shared_counter(&c, shm);
 	srand((unsigned)(c.rank * 7919 + 1));
