@@ -1,6 +1,8 @@
 """shim/verbs_exp: a CORE-Direct program written against MLNX_OFED's verbs_exp
-(tests/bin/emunic-exp-barrier.c, no emunic header) runs its recursive-doubling
-barrier over emunic, and the bad flows fail as verbs_exp failed them.
+(tests/bin/emunic-exp-barrier.c, no emunic header; its QPs connected with
+ibv_modify_qp and QP numbers exchanged out of band) runs its
+recursive-doubling barrier over emunic, and the bad flows fail as verbs_exp
+failed them.
 
 Each round every rank sleeps a random while, counts itself in a counter all
 ranks map, and on leaving the barrier must find every rank counted.
@@ -20,7 +22,8 @@ FLOWS = ["enable-on-unmanaged-qp", "wait-on-non-cross-channel-qp", "wait-on-non-
 # The standard verbs calls a legacy program makes on the shim's objects, and
 # how each ends (the renames in verbs_exp.h, shim/verbs_exp/compat.c): done,
 # or the shim's documented error, never a crash in libibverbs.
-CALLS = [("ibv_modify_qp", "Operation not supported"), ("ibv_req_notify_cq", "Operation not supported"),
+CALLS = [("ibv_modify_qp", "Invalid argument"), ("ibv_modify_qp-no-such-qp", "Invalid argument"),
+         ("ibv_req_notify_cq", "Operation not supported"),
          ("ibv_destroy_cq-in-use", "Device or resource busy"), ("ibv_destroy_qp", "done"),
          ("ibv_destroy_cq", "done"), ("ibv_modify_qp-own", "done"), ("ibv_destroy_qp-own", "done"),
          ("ibv_destroy_cq-own", "done")]
@@ -44,6 +47,10 @@ def test_legacy_program_includes_no_emunic_header():
         includes = re.findall(r"^#include\s+[<\"]([^>\"]+)[>\"]", f.read(), re.M)
     assert "infiniband/verbs_exp.h" in includes
     assert not [i for i in includes if "emunic" in i], includes
+    # It connects as verbs programs do, with nothing of emunic's.
+    with open(SRC) as f:
+        code = f.read()
+    assert "emunic_exp_connect" not in code and "ibv_modify_qp(qp, &rtr" in code
 
 
 @pytest.mark.parametrize("n", [2, 4])
@@ -61,7 +68,10 @@ def test_barrier_and_bad_flows(rxe, n):
     for call, end in CALLS:
         lines = re.findall(r"rank \d+: verbs call %s: %s, as the shim documents" % (call, end), out)
         assert len(lines) == n, (call, out)
-    assert "ibv_modify_qp on QP" in out and "emunic_exp_connect(qp, peer)" in out, out
+    # Its QPs connected through ibv_modify_qp (INIT, RTR with the partner's
+    # QP number, RTS); the transitions verbs refused are refused, named.
+    assert "RESET to RTR is not a transition verbs allows" in out, out
+    assert re.search(r"dest_qp_num %d is no shim QP of a rank of this job" % (n << 12 | 1), out), out
     # A task list over two management QPs whose second stretch finds its MQ
     # full is ENOMEM and posts nothing: the first stretch's enabled send
     # never arrives, and the enable index below is where it was.

@@ -29,11 +29,7 @@ int emunic_exp_ibv_destroy_cq(struct ibv_cq *cq)
 
 int emunic_exp_ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 {
-	if (!qp || !vexp_ours(qp->context))
-		return ibv_modify_qp(qp, attr, attr_mask);
-	/* emunic connects by rank, and its QP numbers are not the peer's to
-	 * name: the state machine is emunic_exp_connect's. */
-	return vexp_fail(EOPNOTSUPP, "ibv_modify_qp on QP %u (to state %d, attr_mask 0x%x): the shim's QPs are "
-			 "connected by rank with emunic_exp_connect(qp, peer) (README, \"Porting verbs_exp\")",
-			 qp->qp_num, attr && (attr_mask & IBV_QP_STATE) ? (int)attr->qp_state : -1, attr_mask);
+	/* The shim's QPs: INIT, RTR (the peer's QP number names its rank),
+	 * RTS (qp.c). */
+	return qp && vexp_ours(qp->context) ? vexp_modify_qp(qp, attr, attr_mask) : ibv_modify_qp(qp, attr, attr_mask);
 }

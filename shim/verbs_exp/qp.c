@@ -14,6 +14,20 @@
  * IGNORE_SQ_OVERFLOW / IGNORE_RQ_OVERFLOW (libmlx5 skipped its "work queue
  * overflow" ENOMEM check with them) are accepted: emunic's queues hold work
  * until it can be posted, so overflow is never checked against cap.
+ *
+ * Connecting, as a verbs program does it: ibv_modify_qp to INIT, to RTR
+ * with the peer's QP number (exchanged out of band), to RTS.  A shim QP's
+ * number carries its rank (rank << VEXP_QPN_INDEX_BITS | index), so RTR
+ * knows the peer and makes the emunic QP to it; emunic pairs a rank's QPs
+ * to one peer in the order they are made (here: in the order they reach
+ * RTR), so both sides must move their QPs to each other to RTR in the same
+ * order (as they make them, in the usual program).  RTR naming the QP itself (a loopback, as management
+ * QPs were connected) makes no connection: such a QP never touches the
+ * wire.  The transitions the kernel refuses (ib_modify_qp_is_ok: RESET to
+ * RTR, RTR without a destination, ...) are EINVAL; ERR, SQD and RESET are
+ * not mapped (EOPNOTSUPP: destroy the QP).  RTS's timeout and retry counts
+ * are not applied: emunic's QP is made at RTR, with its defaults (14, 7, 7).
+ * emunic_exp_connect(qp, peer) does RTR and RTS in one call.
  */
 #include "shim/verbs_exp/vexp.h"
 
@@ -24,7 +38,10 @@
 		       IBV_EXP_QP_CREATE_MANAGED_RECV | IBV_EXP_QP_CREATE_IGNORE_SQ_OVERFLOW | \
 		       IBV_EXP_QP_CREATE_IGNORE_RQ_OVERFLOW)
 
-static uint32_t next_qp_num = 1;
+#define VEXP_QPN_INDEX_BITS 12
+#define VEXP_QPN_INDEX_MASK ((1u << VEXP_QPN_INDEX_BITS) - 1)
+
+static uint32_t next_qp_index = 1;
 
 static int check_attr(const struct ibv_exp_qp_init_attr *a)
 {
@@ -62,12 +79,14 @@ struct ibv_qp *ibv_exp_create_qp(struct ibv_context *context, struct ibv_exp_qp_
 	qp->rcq = to_vcq(attr->recv_cq);
 	pthread_mutex_lock(&s->lock);
 	r = vexp_open();
+	if (!r && next_qp_index > VEXP_QPN_INDEX_MASK)
+		r = vexp_fail(ENOMEM, "ibv_exp_create_qp: %u QPs made, no QP number left", VEXP_QPN_INDEX_MASK);
 	if (!r && (r = -emunic_mq_create(s->dev, qp->depth, &qp->mq)))
 		vexp_fail(r, "ibv_exp_create_qp: emunic_mq_create");
 	if (!r) {
 		s->ctx.ops.post_send = vexp_post_send_legacy;
 		s->ctx.ops.post_recv = vexp_post_recv;
-		qp->ibv.qp_num = next_qp_num++;
+		qp->ibv.qp_num = (uint32_t)emunic_boot_rank(s->boot) << VEXP_QPN_INDEX_BITS | next_qp_index++;
 		qp->next_mq = qp->scq->mq_qps;
 		qp->scq->mq_qps = qp;
 		qp->scq->users++;
@@ -91,18 +110,15 @@ struct ibv_qp *ibv_exp_create_qp(struct ibv_context *context, struct ibv_exp_qp_
 	return &qp->ibv;
 }
 
-int emunic_exp_connect(struct ibv_qp *ibqp, int peer)
+/* The emunic QP to `peer` behind a shim QP (at RTR). */
+static int connect_peer(struct vexp_qp *qp, int peer, const char *who)
 {
 	struct vexp_state *s = vexp_get();
 	struct emunic_qp_attr a;
-	struct vexp_qp *qp;
 	int r;
 
-	if (!ibqp || !vexp_ours(ibqp->context))
-		return vexp_fail(EINVAL, "emunic_exp_connect: not a QP of ibv_exp_create_qp");
-	qp = to_vqp(ibqp);
 	if (qp->qp)
-		return vexp_fail(EINVAL, "emunic_exp_connect: QP %u is already connected", ibqp->qp_num);
+		return vexp_fail(EINVAL, "%s: QP %u is already connected", who, qp->ibv.qp_num);
 	emunic_qp_attr_init(&a);
 	a.flags = (qp->create_flags & IBV_EXP_QP_CREATE_MANAGED_SEND ? EMUNIC_QP_MANAGED_SEND : 0) |
 		  (qp->create_flags & IBV_EXP_QP_CREATE_MANAGED_RECV ? EMUNIC_QP_MANAGED_RECV : 0);
@@ -113,9 +129,86 @@ int emunic_exp_connect(struct ibv_qp *ibqp, int peer)
 	r = -emunic_qp_create(s->dev, peer, &a, &qp->qp);
 	pthread_mutex_unlock(&s->lock);
 	if (r)
-		return vexp_fail(r, "emunic_exp_connect: QP %u to rank %d", ibqp->qp_num, peer);
+		return vexp_fail(r, "%s: QP %u to rank %d", who, qp->ibv.qp_num, peer);
+	return 0;
+}
+
+int emunic_exp_connect(struct ibv_qp *ibqp, int peer)
+{
+	int r;
+
+	if (!ibqp || !vexp_ours(ibqp->context))
+		return vexp_fail(EINVAL, "emunic_exp_connect: not a QP of ibv_exp_create_qp");
+	if ((r = connect_peer(to_vqp(ibqp), peer, "emunic_exp_connect")))
+		return r;
 	ibqp->state = IBV_QPS_RTS;
 	return 0;
+}
+
+static const char *state_str(int st)
+{
+	static const char *const names[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR" };
+
+	return st >= 0 && st < (int)(sizeof(names) / sizeof(names[0])) ? names[st] : "UNKNOWN";
+}
+
+/* RTR: the peer from the destination QP number; the QP itself: none. */
+static int to_rtr(struct vexp_qp *qp, const struct ibv_qp_attr *attr, int mask)
+{
+	struct vexp_state *s = vexp_get();
+	uint32_t dest = attr->dest_qp_num;
+	int peer = (int)(dest >> VEXP_QPN_INDEX_BITS);
+
+	if (!(mask & IBV_QP_DEST_QPN))
+		return vexp_fail(EINVAL, "ibv_modify_qp on QP %u: RTR needs IBV_QP_DEST_QPN (the peer's QP number)",
+				 qp->ibv.qp_num);
+	if (dest == qp->ibv.qp_num)
+		return 0;	/* loopback: a management QP, never on the wire */
+	if (!(dest & VEXP_QPN_INDEX_MASK) || peer >= emunic_boot_size(s->boot))
+		return vexp_fail(EINVAL, "ibv_modify_qp on QP %u: dest_qp_num %u is no shim QP of a rank of this job "
+				 "(rank << %d | index, %d ranks)", qp->ibv.qp_num, dest, VEXP_QPN_INDEX_BITS,
+				 emunic_boot_size(s->boot));
+	if (peer == emunic_boot_rank(s->boot))
+		return vexp_fail(EOPNOTSUPP, "ibv_modify_qp on QP %u: dest_qp_num %u is another QP of this rank: "
+				 "emunic connects ranks, not a rank to itself", qp->ibv.qp_num, dest);
+	return connect_peer(qp, peer, "ibv_modify_qp");
+}
+
+int vexp_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
+{
+	struct vexp_qp *qp = to_vqp(ibqp);
+	int cur = ibqp->state, want, r = 0;
+
+	if (!attr || !(mask & IBV_QP_STATE))
+		return vexp_fail(EINVAL, "ibv_modify_qp on QP %u: no IBV_QP_STATE", ibqp->qp_num);
+	want = attr->qp_state;
+	if ((mask & IBV_QP_CUR_STATE) && (int)attr->cur_qp_state != cur)
+		return vexp_fail(EINVAL, "ibv_modify_qp on QP %u: cur_qp_state %s, but it is %s", ibqp->qp_num,
+				 state_str(attr->cur_qp_state), state_str(cur));
+	switch (want) {
+	case IBV_QPS_INIT:
+		if (cur != IBV_QPS_RESET && cur != IBV_QPS_INIT)
+			goto bad;
+		break;
+	case IBV_QPS_RTR:
+		if (cur != IBV_QPS_INIT)
+			goto bad;
+		r = to_rtr(qp, attr, mask);
+		break;
+	case IBV_QPS_RTS:
+		if (cur != IBV_QPS_RTR && cur != IBV_QPS_RTS)
+			goto bad;
+		break;
+	default:
+		return vexp_fail(EOPNOTSUPP, "ibv_modify_qp on QP %u to %s: not mapped onto emunic (destroy the QP "
+				 "instead)", ibqp->qp_num, state_str(want));
+	}
+	if (!r)
+		ibqp->state = (enum ibv_qp_state)want;
+	return r;
+bad:
+	return vexp_fail(EINVAL, "ibv_modify_qp on QP %u: %s to %s is not a transition verbs allows", ibqp->qp_num,
+			 state_str(cur), state_str(want));
 }
 
 int emunic_exp_destroy_qp(struct ibv_qp *ibqp)

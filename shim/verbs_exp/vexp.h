@@ -109,6 +109,9 @@ int vexp_send_wr_task(struct vexp_post *p, struct vexp_qp *qp, const struct ibv_
 int vexp_recv_wr_task(struct vexp_post *p, struct vexp_qp *qp, const struct ibv_recv_wr *wr,
 		      struct emunic_task *t);
 
+/* qp.c: ibv_modify_qp on a shim QP */
+int vexp_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
+
 /* post.c */
 int vexp_post_send_legacy(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
 int vexp_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);

@@ -13,8 +13,10 @@
  * WAIT signaled (seed 003, tables I-IV).  The program waits for that one
  * completion on the management QP's CQ.
  *
- * The port's deviation from the MLNX_OFED original: emunic_exp_connect()
- * instead of ibv_modify_qp and the exchange of QP numbers.  Rank and size
+ * QPs connect as the original's did: ibv_modify_qp to INIT, to RTR with
+ * the partner's QP number, to RTS (the management QP through a loopback
+ * RTR to itself).  QP numbers are exchanged out of band through the file
+ * all ranks map (--shm; the original used a socket or MPI).  Rank and size
  * come from the launcher (EMUNIC_RANK, EMUNIC_SIZE, as set by emunic-run).
  *
  * The check: every round each rank sleeps 0..--skew-us, adds one to a
@@ -51,6 +53,9 @@
 #include <unistd.h>
 
 #define MAX_STEPS 16
+#define SLOT_X MAX_STEPS		/* the QP-number table's slots: qp[k] at k, then */
+#define SLOT_Y (MAX_STEPS + 1)		/* xqp and yqp */
+#define NSLOTS (MAX_STEPS + 2)
 #define RECV_WINDOW 16
 
 struct ctx {
@@ -66,6 +71,8 @@ struct ctx {
 	struct ibv_qp *yqp;
 	uint64_t xbuf[4];		/* [0]: what is sent; [1..3]: what arrives */
 	struct ibv_mr *xmr;
+	_Atomic uint64_t *ctr;		/* --shm: the rounds' counter, then */
+	_Atomic uint32_t *qpn;		/* every rank's QP numbers, NSLOTS a rank */
 };
 
 static int die(const struct ctx *c, const char *what, int err)
@@ -119,6 +126,38 @@ static void post_recvs(struct ctx *c, struct ibv_qp *qp, int n)
 	}
 }
 
+/* INIT, then the partner's QP number (out of band, through --shm), RTR
+ * and RTS, as an RC connection is made with verbs.  peer < 0: a management
+ * QP, connected to itself. */
+static void rc_connect(struct ctx *c, struct ibv_qp *qp, int peer, int slot)
+{
+	struct ibv_qp_attr init = { .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1 };
+	struct ibv_qp_attr rtr = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .max_dest_rd_atomic = 1,
+				   .min_rnr_timer = 12, .ah_attr = { .port_num = 1 } };
+	struct ibv_qp_attr rts = { .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7,
+				   .max_rd_atomic = 1 };
+	time_t t0 = time(NULL);
+	int r;
+
+	if ((r = ibv_modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)))
+		die(c, "ibv_modify_qp to INIT", r);
+	if (peer < 0) {
+		rtr.dest_qp_num = qp->qp_num;
+	} else {
+		atomic_store(&c->qpn[c->rank * NSLOTS + slot], qp->qp_num);
+		while (!(rtr.dest_qp_num = atomic_load(&c->qpn[peer * NSLOTS + slot])) && time(NULL) - t0 < 30)
+			usleep(1000);
+		if (!rtr.dest_qp_num)
+			die(c, "the partner's QP number (--shm) in 30 s", ETIMEDOUT);
+	}
+	if ((r = ibv_modify_qp(qp, &rtr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)))
+		die(c, "ibv_modify_qp to RTR", r);
+	if ((r = ibv_modify_qp(qp, &rts, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					 IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)))
+		die(c, "ibv_modify_qp to RTS", r);
+}
+
 static void setup(struct ctx *c, int index_check)
 {
 	struct ibv_device **devs = ibv_get_device_list(NULL);
@@ -144,25 +183,23 @@ static void setup(struct ctx *c, int index_check)
 	c->scq = make_cq(c, 0, 1);
 	c->ncq = make_cq(c, 0, 1);
 	c->mqp = make_qp(c, c->mcq, c->mcq, IBV_EXP_QP_CREATE_CROSS_CHANNEL);
+	rc_connect(c, c->mqp, -1, 0);
 	c->pqp = make_qp(c, c->scq, c->ncq, 0);
 	for (int k = 0; k < c->steps; k++) {
 		c->rcq[k] = make_cq(c, 1, 1);
 		c->qp[k] = make_qp(c, c->scq, c->rcq[k],
 				   IBV_EXP_QP_CREATE_CROSS_CHANNEL | IBV_EXP_QP_CREATE_MANAGED_SEND);
-		if (emunic_exp_connect(c->qp[k], c->rank ^ (1 << k)))
-			die(c, "emunic_exp_connect", errno);
+		rc_connect(c, c->qp[k], c->rank ^ (1 << k), k);
 		post_recvs(c, c->qp[k], RECV_WINDOW);
 	}
 	if (index_check && c->steps) {
 		c->xcq = make_cq(c, 1, 0);
 		c->xqp = make_qp(c, c->scq, c->xcq, IBV_EXP_QP_CREATE_CROSS_CHANNEL | IBV_EXP_QP_CREATE_MANAGED_SEND);
-		if (emunic_exp_connect(c->xqp, c->rank ^ 1))
-			die(c, "emunic_exp_connect", errno);
+		rc_connect(c, c->xqp, c->rank ^ 1, SLOT_X);
 		c->mqp2 = make_qp(c, c->mcq, c->mcq, IBV_EXP_QP_CREATE_CROSS_CHANNEL);
 		c->ycq = make_cq(c, 1, 0);
 		c->yqp = make_qp(c, c->scq, c->ycq, IBV_EXP_QP_CREATE_CROSS_CHANNEL | IBV_EXP_QP_CREATE_MANAGED_RECV);
-		if (emunic_exp_connect(c->yqp, c->rank ^ 1))
-			die(c, "emunic_exp_connect", errno);
+		rc_connect(c, c->yqp, c->rank ^ 1, SLOT_Y);
 		if (!(c->xmr = ibv_reg_mr(c->pd, c->xbuf, sizeof(c->xbuf), IBV_ACCESS_LOCAL_WRITE)))
 			die(c, "ibv_reg_mr", errno);
 		for (int j = 1; j <= 3; j++) {
@@ -336,13 +373,24 @@ static int expect_call(const struct ctx *c, const char *call, int r, int want)
 
 static int verbs_calls(struct ctx *c)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT };
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR, .dest_qp_num = 1 };
 	struct ibv_cq *cq = make_cq(c, 0, 1), *own;
 	struct ibv_qp *qp = make_qp(c, cq, cq, 0);
 	int fails = 0;
 
-	fails += expect_call(c, "ibv_modify_qp", ibv_modify_qp(c->pqp, &a, IBV_QP_STATE), EOPNOTSUPP);
+	/* RESET to RTR: the kernel's ib_modify_qp_is_ok refused it. */
+	fails += expect_call(c, "ibv_modify_qp", ibv_modify_qp(c->pqp, &a, IBV_QP_STATE | IBV_QP_DEST_QPN), EINVAL);
 	fails += expect_call(c, "ibv_req_notify_cq", ibv_req_notify_cq(c->ncq, 0), EOPNOTSUPP);
+	/* RTR naming a QP number no rank of the job has. */
+	{
+		struct ibv_qp_attr init = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+		struct ibv_qp_attr rtr = { .qp_state = IBV_QPS_RTR, .dest_qp_num = (uint32_t)c->size << 12 | 1 };
+
+		if (ibv_modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+			die(c, "ibv_modify_qp to INIT", errno);
+		fails += expect_call(c, "ibv_modify_qp-no-such-qp", ibv_modify_qp(qp, &rtr, IBV_QP_STATE |
+											  IBV_QP_DEST_QPN), EINVAL);
+	}
 	fails += expect_call(c, "ibv_destroy_cq-in-use", ibv_destroy_cq(cq), EBUSY);
 	fails += expect_call(c, "ibv_destroy_qp", ibv_destroy_qp(qp), 0);
 	fails += expect_call(c, "ibv_destroy_cq", ibv_destroy_cq(cq), 0);
@@ -512,18 +560,22 @@ static int recv_enable_check(struct ctx *c)
 
 /* ---- the check ------------------------------------------------------------------- */
 
-static _Atomic uint64_t *shared_counter(const struct ctx *c, const char *path)
+/* The file all ranks map (--shm): the rounds' counter, then the QP-number
+ * table (a rank's numbers at rank x NSLOTS), zero until written. */
+static void shared_map(struct ctx *c, const char *path)
 {
+	size_t len = sizeof(uint64_t) + (size_t)c->size * NSLOTS * sizeof(uint32_t);
 	int fd = open(path, O_RDWR | O_CREAT, 0600);
 	void *p;
 
-	if (fd < 0 || ftruncate(fd, sizeof(uint64_t)))
+	if (fd < 0 || ftruncate(fd, (off_t)len))
 		die(c, path, errno);
-	p = mmap(NULL, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		die(c, "mmap", errno);
 	close(fd);
-	return p;
+	c->ctr = p;
+	c->qpn = (_Atomic uint32_t *)((char *)p + sizeof(uint64_t));
 }
 
 int main(int argc, char **argv)
@@ -536,7 +588,6 @@ int main(int argc, char **argv)
 	int rounds = 300, skew = 100, errors = 0, nobar = 0, index = 0, fails = 0, opt;
 	uint64_t violations = 0;
 	const char *shm = NULL;
-	_Atomic uint64_t *ctr;
 
 	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (opt) {
@@ -562,6 +613,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "emunic-exp-barrier: %d ranks: a power of two, please\n", c.size);
 		return 2;
 	}
+	shared_map(&c, shm);
 	setup(&c, index);
 	if (errors) {
 		fails = bad_flows(&c);
@@ -572,16 +624,15 @@ int main(int argc, char **argv)
 		fails += index_check(&c);
 		fails += recv_enable_check(&c);
 	}
-	ctr = shared_counter(&c, shm);
 	srand((unsigned)(c.rank * 7919 + 1));
-	barrier(&c);	/* every rank has mapped the counter */
+	barrier(&c);	/* every rank is set up */
 	for (int i = 0; i < rounds; i++) {
 		if (skew > 0)
 			usleep((useconds_t)(rand() % (skew + 1)));
-		atomic_fetch_add(ctr, 1);
+		atomic_fetch_add(c.ctr, 1);
 		if (!nobar)
 			barrier(&c);
-		if (atomic_load(ctr) < (uint64_t)(i + 1) * (uint64_t)c.size)
+		if (atomic_load(c.ctr) < (uint64_t)(i + 1) * (uint64_t)c.size)
 			violations++;
 	}
 	barrier(&c);
@@ -590,7 +641,7 @@ int main(int argc, char **argv)
 	/* The shim's QPs and CQs go at exit, after the ranks meet (so no rank
 	 * destroys a QP under its partner's last message); the program's own
 	 * verbs objects go here. */
-	munmap((void *)ctr, sizeof(uint64_t));
+	munmap((void *)c.ctr, sizeof(uint64_t) + (size_t)c.size * NSLOTS * sizeof(uint32_t));
 	if (c.xmr)
 		ibv_dereg_mr(c.xmr);
 	ibv_dealloc_pd(c.pd);

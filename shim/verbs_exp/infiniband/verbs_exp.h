@@ -14,9 +14,10 @@
  * recompiles.
  *
  * What differs from MLNX_OFED (README, "Porting verbs_exp (CORE-Direct)
- * code to emunic"): QPs are connected with emunic_exp_connect() instead of
- * ibv_modify_qp() and an out-of-band QP-number exchange (ibv_modify_qp on
- * the shim's QPs is EOPNOTSUPP, and says so).  ibv_poll_cq, ibv_post_send,
+ * code to emunic"): QPs connect as before, ibv_modify_qp to INIT, RTR with
+ * the peer's QP number (a shim QP number carries its rank), RTS; both ranks
+ * move their QPs to each other to RTR in the same order (emunic pairs them
+ * in that order).  ibv_poll_cq, ibv_post_send,
  * ibv_post_recv, ibv_destroy_qp and ibv_destroy_cq work on the shim's
  * objects as they did (the two destroys, and ibv_modify_qp, through the
  * renames at the end of this header, in the files that include it);
@@ -264,10 +265,11 @@ int ibv_exp_post_task(struct ibv_context *context, struct ibv_exp_task *task,
 
 /* ---- emunic's additions: what a port changes ----------------------------------- */
 
-/* Connects qp to the same-numbered QP of rank peer (emunic-run's or PMIx's
- * ranks): replaces ibv_modify_qp to INIT, RTR and RTS and the exchange of QP
- * numbers.  Both ranks connect their QPs to each other in the same order.
- * A cross-channel QP used only as a management QP needs no connection. */
+/* Optional: connects qp to rank peer (emunic-run's or PMIx's ranks) in
+ * one call, as ibv_modify_qp to INIT, RTR and RTS does with the peer's QP
+ * number, without the exchange of QP numbers.  Both ranks connect their QPs
+ * to each other in the same order.  A cross-channel QP used only as a
+ * management QP needs no connection. */
 int emunic_exp_connect(struct ibv_qp *qp, int peer);
 /* What ibv_destroy_qp / ibv_destroy_cq do on the shim's objects (at exit
  * the shim destroys what is left and closes its emunic device). */
