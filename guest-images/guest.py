@@ -216,27 +216,22 @@ class Guest:
         return jid, timeout
 
     def wait(self, job, stream=None):
-        """Wait for a job; returns (status, output).  Streams output if asked."""
+        """Wait for a job; returns (status, output).  Streams output if asked.
+        The output returned is the file read whole once the job is done, not
+        what was streamed: see read_landed."""
         jid, timeout = job
         p = lambda ext: os.path.join(self.spool, jid + "." + ext)
         deadline = time.monotonic() + timeout + 30      # the guest's own timeout fires first
         pos = 0
-        chunks = []
 
-        def pump():
+        def pump(final=False):
             nonlocal pos
-            try:
-                with open(p("out"), "rb") as f:
-                    f.seek(pos)
-                    data = f.read()
-            except FileNotFoundError:
+            if not stream:
                 return
-            pos += len(data)
+            data, pos = read_landed(p("out"), pos, final)
             if data:
-                chunks.append(data)
-                if stream:
-                    stream.write(data.decode(errors="replace"))
-                    stream.flush()
+                stream.write(data.decode(errors="replace"))
+                stream.flush()
 
         while not done(p("rc")):
             pump()
@@ -247,7 +242,8 @@ class Guest:
                 raise GuestError("%s: job %s did not finish within %ds; guest killed\n%s"
                                  % (self.name, jid, timeout, self.logs()))
             time.sleep(0.02)
-        pump()
+        pump(final=True)
+        out, _ = read_landed(p("out"), 0, True)
         with open(p("rc")) as f:
             rc = int(f.read().strip() or 255)
         for ext in ("cwd", "timeout", "job", "out", "rc"):
@@ -255,10 +251,30 @@ class Guest:
                 os.unlink(p(ext))
             except FileNotFoundError:
                 pass
-        return rc, b"".join(chunks).decode(errors="replace")
+        return rc, out.decode(errors="replace")
 
     def run(self, cmd, timeout=600, cwd=None, env=None, stream=None):
         return self.wait(self.submit(cmd, timeout, cwd, env), stream)
+
+
+def read_landed(path, pos, final):
+    """What a job's output file holds from pos on, and the position after it.
+    QEMU's 9p server runs a guest's writes in parallel and may land a later
+    one first: until the earlier lands, the file has a hole of zeros before
+    it, and reading past that would lose the earlier write for good (seen:
+    result lines of a job whose two streams shared the file went missing).
+    So while the job runs, only what precedes the first zero byte counts;
+    once it is done (final: its processes have exited, every write landed),
+    everything does."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(pos)
+            data = f.read()
+    except FileNotFoundError:
+        return b"", pos
+    if not final and b"\0" in data:
+        data = data[:data.index(b"\0")]
+    return data, pos + len(data)
 
 
 def done(rc_path):

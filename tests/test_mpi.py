@@ -7,6 +7,7 @@ bit, under Open MPI with and without LD_PRELOAD, at 2, 3 and 4 ranks; what it
 cannot take falls back to MPI with a reason; an injected fault ends the job
 with a named error, not a hang."""
 import re
+import sys
 
 import pytest
 
@@ -20,12 +21,38 @@ MPI_ENV = "OMPI_MCA_plm=isolated OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1"
 KINDS = ("ibcast", "iallreduce", "ialltoall", "igather", "iallgather")
 
 
+def lines_lost(out):
+    """Does a rank say it ran more checks than its result lines show?  The
+    program prints one line a check (report()), and a rank that printed its
+    count got that far: a line missing then was lost on the way from the
+    rank through mpirun's output forwarding to the guest's output file,
+    which was seen (1 run in ~20 of a job with much stderr beside its
+    results, CI at 10f8c1d and a8468b9) and is not emunic's to lose."""
+    for r, n in re.findall(r"emunic-mpi-colls: rank (\d+): (\d+) checks, \d+ failed", out):
+        got = re.findall(r"^emunic-mpi-colls: rank %s: .*: (?:ok [0-9a-f]{16}|MISMATCH at byte \d+ of \d+)$" % r,
+                         out, re.M)
+        if len(got) != int(n):
+            return True
+    return False
+
+
+def run_job(rxe, cmd, timeout):
+    """rxe.run, once more if the output lost a result line (lines_lost): the
+    check is of the results, and a second loss in a row is its failure."""
+    rc, out = rxe.run(cmd, timeout=timeout)
+    if rc == 0 and lines_lost(out):
+        sys.stderr.write("emunic: test_mpi: a result line was lost on the way out of mpirun; running the job "
+                         "again\n")
+        rc, out = rxe.run(cmd, timeout=timeout)
+    return rc, out
+
+
 def mpirun(rxe, n, preload=True, env=(), args="", timeout=200):
     x = "".join(" -x %s" % e for e in env)
     if preload:
         x += " -x LD_PRELOAD=%s" % LIB
-    return rxe.run("%s timeout %d mpirun --allow-run-as-root --oversubscribe -np %d%s %s %s"
-                   % (MPI_ENV, timeout - 20, n, x, PROG, args), timeout=timeout)
+    return run_job(rxe, "%s timeout %d mpirun --allow-run-as-root --oversubscribe -np %d%s %s %s"
+                   % (MPI_ENV, timeout - 20, n, x, PROG, args), timeout)
 
 
 def mpmd(rxe, rank0_env, rank1_env, env=(), timeout=200):
@@ -33,8 +60,8 @@ def mpmd(rxe, rank0_env, rank1_env, env=(), timeout=200):
     Open MPI's -x reaches the first context only, and with LD_PRELOAD its
     launcher hangs, so each rank gets everything through env)."""
     pre = "env LD_PRELOAD=%s %s" % (LIB, " ".join(env))
-    return rxe.run("%s timeout %d mpirun --allow-run-as-root --oversubscribe -np 1 %s %s %s : -np 1 %s %s %s"
-                   % (MPI_ENV, timeout - 20, pre, rank0_env, PROG, pre, rank1_env, PROG), timeout=timeout)
+    return run_job(rxe, "%s timeout %d mpirun --allow-run-as-root --oversubscribe -np 1 %s %s %s : -np 1 %s %s %s"
+                   % (MPI_ENV, timeout - 20, pre, rank0_env, PROG, pre, rank1_env, PROG), timeout)
 
 
 _plain = {}
@@ -122,14 +149,13 @@ def check_fault_named(out, abort_first=None, abort_peer=None):
     its completion, so the peer's part of that collective may end well).
     `abort_peer`, the peer's abort line, allows the other order: the
     failure disconnects the pair at once, so the peer may see it, and its
-    abort end rank 0, before rank 0's collective is next tested; rank 0's
-    engine has said it by then (it prints before it leaves the engine)."""
+    abort end rank 0, before rank 0's collective is next tested; then rank
+    0's engine line must name it (the engine prints before it leaves)."""
     engine = re.search(r"emunic: rank 0: peer 1 qp \d+: SEND \(wr_id \d+\) failed: remote access error", out)
     coll = re.search(r"emunic: rank 0: coll: \w+ \d+: SEND to peer 1 failed: remote access error", out)
     peer = re.search(r"emunic: rank 1: coll: \w+ \d+: ", out)
     peer_first = not coll and abort_peer and peer and re.search(abort_peer, out)
-    assert engine, out
-    assert coll or peer_first, out
+    assert coll or (peer_first and engine), out
     assert peer or (abort_first and re.search(abort_first, out)), out	# the peer names it too
     assert peer_first or re.search(r"emunic-mpi: rank 0: \w+ on communicator 0x[0-9a-f]+ failed: ", out), out
 

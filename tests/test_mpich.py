@@ -9,7 +9,7 @@ for bit with and without LD_PRELOAD at 2 and 4 ranks."""
 import pytest
 
 from conftest import BIN
-from test_mpi import FAULT_ENV, check_fault_named, check_free_refused, check_offloaded, plain_results
+from test_mpi import FAULT_ENV, check_fault_named, check_free_refused, check_offloaded, plain_results, run_job
 
 LIB = BIN.replace("/bin", "/lib") + "/libemunic-mpich.so"
 PROG = BIN + "/emunic-mpi-colls.mpich"
@@ -25,8 +25,8 @@ def mpirun(rxe, n, preload=True, env=(), args="", timeout=200):
     g = "".join(" -genv %s %s" % tuple(e.split("=", 1)) for e in env)
     if preload:
         g += " -genv LD_PRELOAD %s" % LIB
-    return rxe.run("%s timeout %d mpirun.mpich -launcher fork -n %d%s %s %s"
-                   % (MPICH_ENV, timeout - 20, n, g, PROG, args), timeout=timeout)
+    return run_job(rxe, "%s timeout %d mpirun.mpich -launcher fork -n %d%s %s %s"
+                   % (MPICH_ENV, timeout - 20, n, g, PROG, args), timeout)
 
 
 @pytest.mark.parametrize("n", [2, 4])

@@ -89,6 +89,7 @@ int nic_wait(struct emunic_dev *d, struct emunic_word *const *w, unsigned nw, bo
 				int n = nic_pass(d);
 
 				nic_unown(d);
+				nic_notices_out(d);
 				busy = 0;
 				if (n && budget != UINT64_MAX)
 					until = now + budget;	/* things move: stay */

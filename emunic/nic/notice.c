@@ -3,7 +3,9 @@
  * The engine never writes to stderr itself (a write can block, and the
  * engine may be running on an application thread's post): it queues its
  * messages here, and whoever leaves the engine prints them — the core loop
- * after each pass, waits before they sleep, and close.  A full queue counts
+ * after each pass, a wait after each of its passes, a poll, a post that ran
+ * the engine, and close — so a failure is said before a peer it told (a
+ * disconnect) can act on it.  A full queue counts
  * what it lost and says so with the next message.
  */
 #include "emunic/nic/nic.h"

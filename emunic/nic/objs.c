@@ -258,12 +258,17 @@ void nic_obj_free(struct obj *o)
 	free(o);
 }
 
-/* Close: whatever is still linked goes, then the graveyard. */
+/* Close: whatever is still linked goes, then the graveyard.  Regions go
+ * last, after the QPs that reach them (verbs' teardown order): a peer's
+ * operation still on its way meets a disconnect, not a missing region. */
 void nic_free_objs(struct emunic_dev *d)
 {
-	for (int k = OBJ_KINDS - 1; k >= OBJ_CQ; k--)
-		while (d->objs[k]) {
-			struct obj *o = d->objs[k];
+	static const enum obj_kind order[] = { OBJ_LE, OBJ_EQ, OBJ_CT, OBJ_MQ, OBJ_QP, OBJ_CQ, OBJ_MR };
+
+	_Static_assert(sizeof(order) / sizeof(order[0]) == OBJ_KINDS - 1, "every kind once");
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
+		while (d->objs[order[i]]) {
+			struct obj *o = d->objs[order[i]];
 
 			nic_release_obj(d, o);	/* unlinks it */
 			nic_obj_free(o);	/* the app's handles die with the device */

@@ -147,12 +147,14 @@ bool nic_poll_assist(struct emunic_dev *d)
 	 * work in verbs that nobody else collects soon (merely in verbs, or
 	 * behind an MQ's WAIT where the core shares the CPUs).  What they make
 	 * runnable (a WAIT satisfied, room freed), this thread runs. */
-	if (!d->inflight || nic_urgent(d))
-		return unown(d, true);
-	n = nic_verbs_poll(d);
-	if (n && nic_urgent(d))
-		n += nic_pass(d);
-	n = unown(d, n == 0) || n > 0;
+	if (!d->inflight || nic_urgent(d)) {
+		n = unown(d, true);	/* a kick's rounds may run passes */
+	} else {
+		n = nic_verbs_poll(d);
+		if (n && nic_urgent(d))
+			n += nic_pass(d);
+		n = unown(d, n == 0) || n > 0;
+	}
 	nic_notices_out(d);
 	return n;
 }

@@ -153,7 +153,9 @@ struct emunic_rkey {			/* what a peer needs to reach a region */
 	uint32_t rkey;
 	uint32_t pad;
 };
-/* A region still registered when its device closes is deregistered there. */
+/* A region still registered when its device closes is deregistered there,
+ * after the device's QPs; its handle dies with the device, as every
+ * object's does (emunic_mr_dereg after the close is a use after free). */
 int emunic_mr_reg(struct emunic_dev *dev, void *addr, size_t len, struct emunic_mr **out);
 /* 0, -EINVAL (not a live region), or the device's error: the handle is
  * released either way, but then the device keeps the region registered

@@ -24,8 +24,11 @@
  * order (as they make them, in the usual program).  RTR naming the QP itself (a loopback, as management
  * QPs were connected) makes no connection: such a QP never touches the
  * wire.  The transitions the kernel refuses (ib_modify_qp_is_ok: RESET to
- * RTR, RTR without a destination, ...) are EINVAL; ERR, SQD and RESET are
- * not mapped (EOPNOTSUPP: destroy the QP).  RTS's timeout and retry counts
+ * RTR, RTR without a destination, ...) are EINVAL, as is a destination
+ * whose rank field names no rank of the job (the index is not checked: the
+ * peer's QPs are not known here); another QP of the same rank is
+ * EOPNOTSUPP; ERR, SQD and RESET are not mapped (EOPNOTSUPP: destroy the
+ * QP).  Receives are taken from RTR on (verbs took them from INIT).  RTS's timeout and retry counts
  * are not applied: emunic's QP is made at RTR, with its defaults (14, 7, 7).
  * emunic_exp_connect(qp, peer) does RTR and RTS in one call.
  */
@@ -81,6 +84,9 @@ struct ibv_qp *ibv_exp_create_qp(struct ibv_context *context, struct ibv_exp_qp_
 	r = vexp_open();
 	if (!r && next_qp_index > VEXP_QPN_INDEX_MASK)
 		r = vexp_fail(ENOMEM, "ibv_exp_create_qp: %u QPs made, no QP number left", VEXP_QPN_INDEX_MASK);
+	if (!r && emunic_boot_rank(s->boot) >= 1 << (24 - VEXP_QPN_INDEX_BITS))
+		r = vexp_fail(EOPNOTSUPP, "ibv_exp_create_qp: rank %d: a QP number (24 bits) carries the rank in %d "
+			      "bits", emunic_boot_rank(s->boot), 24 - VEXP_QPN_INDEX_BITS);
 	if (!r && (r = -emunic_mq_create(s->dev, qp->depth, &qp->mq)))
 		vexp_fail(r, "ibv_exp_create_qp: emunic_mq_create");
 	if (!r) {

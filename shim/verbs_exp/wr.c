@@ -165,7 +165,8 @@ static int send_task(struct vexp_post *p, struct vexp_qp *qp, const struct ibv_e
 	int r;
 
 	if (!qp->qp)
-		return vexp_fail(EINVAL, "SEND on QP %u, not connected (emunic_exp_connect)", qp->ibv.qp_num);
+		return vexp_fail(EINVAL, "SEND on QP %u, not at RTR yet (ibv_modify_qp to RTR, or emunic_exp_connect)",
+				 qp->ibv.qp_num);
 	if ((r = sge_of(wr->num_sge, wr->sg_list, t)))
 		return r;
 	/* Inline data was copied into the WQE at post time; emunic reads the
@@ -242,7 +243,10 @@ int vexp_recv_wr_task(struct vexp_post *p, struct vexp_qp *qp, const struct ibv_
 	memset(t, 0, sizeof(*t));
 	t->wr_id = wr->wr_id;
 	if (!qp->qp)
-		return vexp_fail(EINVAL, "receive on QP %u, not connected (emunic_exp_connect)", qp->ibv.qp_num);
+		/* verbs took receives from INIT: here the emunic QP is made at
+		 * RTR, so a port posts its first receives after RTR. */
+		return vexp_fail(EINVAL, "receive on QP %u, not at RTR yet (ibv_modify_qp to RTR, or "
+				 "emunic_exp_connect)", qp->ibv.qp_num);
 	if ((r = sge_of(wr->num_sge, wr->sg_list, t)))
 		return r;
 	if (!(wq = vexp_wq_tmp(p, qp, 1)))

@@ -29,7 +29,8 @@
  * verbs calls on the shim's objects (verbs_calls): ibv_destroy_qp and
  * ibv_destroy_cq work on them (EBUSY for a CQ in use) and, with
  * ibv_modify_qp, on the program's own verbs objects; on the shim's,
- * ibv_modify_qp and ibv_req_notify_cq fail EOPNOTSUPP rather than crash.  --enable-index
+ * ibv_modify_qp refuses RESET to RTR and a destination no rank has
+ * (EINVAL), and ibv_req_notify_cq fails EOPNOTSUPP rather than crash.  --enable-index
  * first checks that a task list over two management QPs refused for room
  * posts nothing (span_overflow), that enable counts follow libmlx5's
  * index arithmetic (index_check), and that a receive on a MANAGED_RECV QP
@@ -602,7 +603,8 @@ int main(int argc, char **argv)
 	}
 	if (!shm || !getenv("EMUNIC_RANK") || !getenv("EMUNIC_SIZE")) {
 		fprintf(stderr, "usage: emunic-run -n N emunic-exp-barrier --shm FILE [--rounds N] [--skew-us N] "
-			"[--errors] [--enable-index] [--no-barrier]\n");
+			"[--errors] [--enable-index] [--no-barrier]\n  FILE: new and empty (mktemp), mapped by every "
+			"rank: the rounds' counter and the QP numbers\n");
 		return 2;
 	}
 	c.rank = atoi(getenv("EMUNIC_RANK"));

@@ -437,6 +437,8 @@ static void t_close_inflight(void)
 /* On a device without atomics or immediate data (siw), a list with a
  * FETCH_ADD or a WRITE_IMM is refused whole at post (-EOPNOTSUPP): nothing
  * of it runs, counts or holds room, and the MQ and QP go on as before. */
+#define UNSUPPORTED_MARK 0x756e737570706f72ull	/* what the one send that goes carries */
+
 static void t_unsupported(void)
 {
 	static const struct { unsigned lacks; int op; } kinds[] = {
@@ -471,7 +473,10 @@ static void t_unsupported(void)
 		 * completion is this list's. */
 		CHECK(emunic_mq_post(T->mq, (struct emunic_task[]){ ctl(EMUNIC_TASK_SEND_EN, 1, 0) }, 1) == -EINVAL,
 		      "a refused list left a send behind to enable");
-		post1(data(EMUNIC_TASK_SEND, 0));
+		/* A send of its own payload: a refused list's send (of zeros)
+		 * that leaked into the ring would arrive instead. */
+		*(uint64_t *)(T->buf + 64 * 2) = UNSUPPORTED_MARK;
+		post1(data(EMUNIC_TASK_SEND, 2));
 		post1(ctl(EMUNIC_TASK_SEND_EN, 1, EMUNIC_TASK_SIGNAL));
 		CHECK(emunic_mq_wait(T->mq, &wc, 5000) == 0 && wc.status == 0 && wc.wr_id == 1001,
 		      "the MQ is not usable after the refused lists (wr_id %llu)", (unsigned long long)wc.wr_id);
@@ -479,8 +484,10 @@ static void t_unsupported(void)
 		CHECK(refused > 0, "nothing was refused");
 	}
 	if (T->rank == 1)
-		CHECK(await(T->rcq, 1) == 1 && emunic_cq_count(T->rcq) == 1, "the one send after the refusals did not "
-		      "arrive alone (%llu)", (unsigned long long)emunic_cq_count(T->rcq));
+		CHECK(await(T->rcq, 1) == 1 && emunic_cq_count(T->rcq) == 1 &&
+		      *(volatile uint64_t *)T->buf == UNSUPPORTED_MARK, "the one send after the refusals did not "
+		      "arrive alone (%llu arrived, payload 0x%llx)", (unsigned long long)emunic_cq_count(T->rcq),
+		      (unsigned long long)*(volatile uint64_t *)T->buf);
 	sync_ranks();
 }
 
