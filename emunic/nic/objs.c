@@ -16,7 +16,7 @@
 
 /* ---- life cycle ------------------------------------------------------------------ */
 
-void nic_obj_link(struct emunic_dev *d, struct obj *o)
+static void link_obj(struct emunic_dev *d, struct obj *o)
 {
 	struct obj **head = &d->objs[o->kind];
 
@@ -26,6 +26,11 @@ void nic_obj_link(struct emunic_dev *d, struct obj *o)
 		(*head)->prev = o;
 	*head = o;
 	o->linked = true;
+}
+
+void nic_obj_link(struct emunic_dev *d, struct obj *o)
+{
+	link_obj(d, o);
 	for (unsigned i = 0; i < d->nunits; i++)
 		if (d->unit[i]->attach)
 			d->unit[i]->attach(d, o);
@@ -49,18 +54,10 @@ static void unlink_obj(struct emunic_dev *d, struct obj *o)
  * finds and deregisters the ones never deregistered, before the PD goes. */
 void nic_mr_link(struct emunic_dev *d, struct emunic_mr *m, bool live)
 {
-	struct obj *o = &m->o;
-
-	if (!live) {
-		unlink_obj(d, o);
-		return;
-	}
-	o->prev = NULL;
-	o->next = d->objs[OBJ_MR];
-	if (o->next)
-		o->next->prev = o;
-	d->objs[OBJ_MR] = o;
-	o->linked = true;
+	if (live)
+		link_obj(d, &m->o);
+	else
+		unlink_obj(d, &m->o);
 }
 
 /* Engine: the object goes; every unit lets go of it first. */
