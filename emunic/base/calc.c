@@ -8,10 +8,14 @@
  *   - MINLOC, MAXLOC on the (value, int index) pair types: the smaller
  *     (larger) value wins, a tie keeps the smaller index.
  * Integers wrap as two's complement (computed unsigned, so never undefined);
- * floats are IEEE arithmetic as the host does it.  Pure: no device, no verbs.
+ * floats are IEEE arithmetic as the host does it.  The BE_ slot types are
+ * CORE-Direct's calc format (emunic/mq.h): a 16-byte slot, big-endian value
+ * then big-endian id, with the pairs libmlx5's calc table allowed.  Pure: no
+ * device, no verbs.
  */
 #include <emunic.h>
 
+#include <endian.h>
 #include <errno.h>
 #include <string.h>
 
@@ -67,6 +71,40 @@ static inline int min_index(int i, int j) { return j < i ? j : i; }
 	KERNEL(minloc_##sfx, T, x.v < y.v ? x : y.v < x.v ? y : (x.i = min_index(x.i, y.i), x)) \
 	KERNEL(maxloc_##sfx, T, x.v > y.v ? x : y.v > x.v ? y : (x.i = min_index(x.i, y.i), x))
 
+/* CORE-Direct's slot: both words big-endian, as the HCA read them. */
+struct be_slot { uint64_t v, id; };
+
+static inline double be_dbl(uint64_t be)
+{
+	uint64_t u = be64toh(be);
+	double d;
+
+	memcpy(&d, &u, sizeof(d));
+	return d;
+}
+
+static inline struct be_slot be_of_dbl(double d)
+{
+	uint64_t u;
+
+	memcpy(&u, &d, sizeof(u));
+	return (struct be_slot){ htobe64(u), 0 };
+}
+
+/* The value's bits: byte order does not matter to AND, OR, XOR. */
+#define BITS(sfx, T)                                                            \
+	KERNEL(band_##sfx, T, ((T){ x.v & y.v, 0 }))                            \
+	KERNEL(bor_##sfx, T, ((T){ x.v | y.v, 0 }))                             \
+	KERNEL(bxor_##sfx, T, ((T){ x.v ^ y.v, 0 }))
+/* The larger unsigned value with its id; a tie keeps the smaller id. */
+#define BE_MAXLOC(x, y)                                                         \
+	(be64toh((x).v) > be64toh((y).v) ? (x) : be64toh((y).v) > be64toh((x).v) ? (y) \
+	 : be64toh((y).id) < be64toh((x).id) ? (y) : (x))
+KERNEL(sum_bei, struct be_slot, ((struct be_slot){ htobe64(be64toh(x.v) + be64toh(y.v)), 0 }))
+KERNEL(sum_bed, struct be_slot, be_of_dbl(be_dbl(x.v) + be_dbl(y.v)))
+KERNEL(maxloc_beu, struct be_slot, BE_MAXLOC(x, y))
+BITS(be, struct be_slot)
+
 ARITH(i8, int8_t) ARITH(u8, uint8_t) ARITH(i16, int16_t) ARITH(u16, uint16_t)
 ARITH(i32, int32_t) ARITH(u32, uint32_t) ARITH(i64, int64_t) ARITH(u64, uint64_t)
 LOGIC(i8, int8_t) LOGIC(u8, uint8_t) LOGIC(i16, int16_t) LOGIC(u16, uint16_t)
@@ -86,17 +124,24 @@ LOC(2int, struct pair_2int) LOC(sht, struct pair_short_int)
 	[EMUNIC_CALC_LONG_INT] = op##_lng, [EMUNIC_CALC_2INT] = op##_2int,      \
 	[EMUNIC_CALC_SHORT_INT] = op##_sht
 
+#define BES(op)                                                                 \
+	[EMUNIC_CALC_BE_INT64] = op##_be, [EMUNIC_CALC_BE_UINT64] = op##_be,    \
+	[EMUNIC_CALC_BE_DOUBLE] = op##_be
+
 #define NOPS (EMUNIC_CALC_MAXLOC + 1)
-#define NTYPES (EMUNIC_CALC_SHORT_INT + 1)
+#define NTYPES (EMUNIC_CALC_BE_DOUBLE + 1)
 
 /* NULL: the pair is not defined (-EINVAL at post time). */
 static const calc_fn kernels[NOPS][NTYPES] = {
-	[EMUNIC_CALC_SUM] = { NUMS(sum) },	[EMUNIC_CALC_PROD] = { NUMS(prod) },
+	[EMUNIC_CALC_SUM] = { NUMS(sum), [EMUNIC_CALC_BE_INT64] = sum_bei, [EMUNIC_CALC_BE_UINT64] = sum_bei,
+			      [EMUNIC_CALC_BE_DOUBLE] = sum_bed },
+	[EMUNIC_CALC_PROD] = { NUMS(prod) },
 	[EMUNIC_CALC_MIN] = { NUMS(min) },	[EMUNIC_CALC_MAX] = { NUMS(max) },
 	[EMUNIC_CALC_LAND] = { INTS(land) },	[EMUNIC_CALC_LOR] = { INTS(lor) },
-	[EMUNIC_CALC_LXOR] = { INTS(lxor) },	[EMUNIC_CALC_BAND] = { INTS(band) },
-	[EMUNIC_CALC_BOR] = { INTS(bor) },	[EMUNIC_CALC_BXOR] = { INTS(bxor) },
-	[EMUNIC_CALC_MINLOC] = { PAIRS(minloc) }, [EMUNIC_CALC_MAXLOC] = { PAIRS(maxloc) },
+	[EMUNIC_CALC_LXOR] = { INTS(lxor) },	[EMUNIC_CALC_BAND] = { INTS(band), BES(band) },
+	[EMUNIC_CALC_BOR] = { INTS(bor), BES(bor) }, [EMUNIC_CALC_BXOR] = { INTS(bxor), BES(bxor) },
+	[EMUNIC_CALC_MINLOC] = { PAIRS(minloc) },
+	[EMUNIC_CALC_MAXLOC] = { PAIRS(maxloc), [EMUNIC_CALC_BE_UINT64] = maxloc_beu },
 };
 
 static const size_t sizes[NTYPES] = {
@@ -107,6 +152,7 @@ static const size_t sizes[NTYPES] = {
 	[EMUNIC_CALC_DOUBLE_INT] = sizeof(struct pair_double_int),
 	[EMUNIC_CALC_LONG_INT] = sizeof(struct pair_long_int), [EMUNIC_CALC_2INT] = sizeof(struct pair_2int),
 	[EMUNIC_CALC_SHORT_INT] = sizeof(struct pair_short_int),
+	[EMUNIC_CALC_BE_INT64] = 16, [EMUNIC_CALC_BE_UINT64] = 16, [EMUNIC_CALC_BE_DOUBLE] = 16,
 };
 
 static calc_fn kernel(int op, int type)

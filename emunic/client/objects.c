@@ -88,7 +88,17 @@ static bool qp_attr_ok(const struct emunic_dev *d, const struct emunic_qp_attr *
 	       !(a->send_cq && ((struct obj *)a->send_cq)->dev != d) &&
 	       !(a->recv_cq && ((struct obj *)a->recv_cq)->dev != d) &&
 	       a->rnr_retry <= 7 && a->retry_cnt <= 7 && a->timeout <= 31 &&
-	       (!a->reconnects || (a->flags & EMUNIC_QP_TRIGGERED)) && a->reconnect_timeout_ms >= 0;
+	       (!a->reconnects || (a->flags & EMUNIC_QP_TRIGGERED)) && a->reconnect_timeout_ms >= 0 &&
+	       a->pair_key < NIC_QP_KEYED && !(a->pair_key && (a->flags & EMUNIC_QP_ON_DEMAND));
+}
+
+/* A live QP to peer made with this key (post_lock). */
+static bool key_in_use(const struct emunic_dev *d, int peer, int index)
+{
+	for (const struct emunic_qp *qp = d->keyed; qp; qp = qp->keyed_next)
+		if (qp->peer == peer && qp->index == index && !atomic_load(&qp->o.dead))
+			return true;
+	return false;
 }
 
 /* The QP a peer connected on demand before this rank made one (post_lock). */
@@ -123,13 +133,30 @@ int emunic_qp_create(struct emunic_dev *d, int peer, const struct emunic_qp_attr
 		*out = qp;
 		return 0;
 	}
+	if (attr->pair_key && key_in_use(d, peer, NIC_QP_KEYED | (int)attr->pair_key)) {
+		pthread_mutex_unlock(&d->post_lock);
+		return emunic_err(-EEXIST, "qp_create to peer %d: pair key %u is in use by a live QP to that peer",
+				  peer, attr->pair_key);
+	}
 	qp = nic_qp_new(d, peer, attr);
-	if (qp)
+	if (qp && attr->pair_key) {
+		qp->index = NIC_QP_KEYED | (int)attr->pair_key;
+		qp->keyed_next = d->keyed;
+		d->keyed = qp;
+	} else if (qp) {
 		qp->index = d->qp_seq[peer]++;
+	}
 	pthread_mutex_unlock(&d->post_lock);
 	if (!qp)
 		return -ENOMEM;
 	if (nic_obj_create(&qp->o)) {
+		pthread_mutex_lock(&d->post_lock);
+		for (struct emunic_qp **pp = &d->keyed; *pp; pp = &(*pp)->keyed_next)
+			if (*pp == qp) {
+				*pp = qp->keyed_next;
+				break;
+			}
+		pthread_mutex_unlock(&d->post_lock);
 		atomic_fetch_sub(&d->nqps, 1);
 		nic_obj_free(&qp->o);
 		return -EIO;
@@ -170,6 +197,8 @@ int emunic_qp_connected(const struct emunic_qp *qp)
 }
 
 int emunic_qp_peer(const struct emunic_qp *qp) { return qp->peer; }
+
+unsigned emunic_qp_send_capacity(const struct emunic_qp *qp) { return qp->sq.mask + 1; }
 
 unsigned emunic_qp_reconnects(const struct emunic_qp *qp)
 {

@@ -156,13 +156,17 @@ struct nic_imm_msg {
 	uint32_t imm, len;
 };
 
+/* A QP index that is a pair key (emunic_qp_attr.pair_key), never a count. */
+#define NIC_QP_KEYED (1 << 30)
+
 struct emunic_qp {
 	struct obj o;
-	int peer, index;		/* index: the k-th QP to this peer */
+	int peer, index;		/* index: the k-th QP to this peer, or NIC_QP_KEYED | pair_key */
 	struct emunic_qp_attr attr;	/* app: fixed at create */
 	uint64_t sq_posted, sq_claimed;	/* app: for SEND_EN validation */
 	uint64_t rq_posted, rq_claimed;
 	struct emunic_qp *od_next;	/* app (post_lock): accepted on demand, not claimed */
+	struct emunic_qp *keyed_next;	/* app (post_lock): on the device's list of keyed QPs */
 	/* status */
 	_Atomic int state;		/* enum qp_state */
 	_Atomic bool was_up;		/* the connection was up once */
@@ -289,6 +293,7 @@ struct emunic_dev {
 	bool od_accept;			/* accept on-demand requests with od_attr */
 	struct emunic_qp_attr od_attr;
 	struct emunic_qp *od_unclaimed;	/* made by the engine, no emunic_qp_create yet */
+	struct emunic_qp *keyed;	/* app (post_lock): QPs made with a pair_key, dead ones too */
 	_Atomic unsigned nqps;
 	struct obj *graveyard;		/* destroyed, kept so a stale handle reads as dead */
 

@@ -117,7 +117,17 @@ struct emunic_wc {
  *     enables (so after the WAITs before it), and keeps the result local.
  * The op x type pairs are MPI's (SUM, PROD, MIN, MAX on every type but the
  * pairs; the logical and bitwise ops on the integer types; MINLOC and MAXLOC
- * on the pairs); any other pair is -EINVAL at post time.  Integers wrap.
+ * on the pairs), and for the BE_ slot types those ConnectX's calc had
+ * (below); any other pair is -EINVAL at post time.  Integers wrap.
+ *
+ * The BE_ types are the operand format of CORE-Direct's calc on the HCA
+ * (MLNX_OFED's IBV_EXP_SEND_WITH_CALC, as its cc_pingpong example packs
+ * it): an element is a 16-byte slot, a big-endian 64-bit value at +0 and,
+ * for MAXLOC, a big-endian 64-bit id at +8.  SUM, BAND, BOR and BXOR on
+ * all three (the bitwise ops on the value's bits), MAXLOC on BE_UINT64
+ * only (libmlx5's mlx5_calc_ops_table); MIN and MINLOC were done as MAXLOC
+ * on negated values.  The result's +8 is the winner's id for MAXLOC (a tie
+ * keeps the smaller id, as MPI's MAXLOC) and zero for the other ops.
  */
 enum emunic_calc_op {
 	EMUNIC_CALC_SUM = 1, EMUNIC_CALC_PROD, EMUNIC_CALC_MIN, EMUNIC_CALC_MAX,
@@ -134,6 +144,8 @@ enum emunic_calc_type {
 	 * as MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_INT, MPI_2INT, MPI_SHORT_INT */
 	EMUNIC_CALC_FLOAT_INT, EMUNIC_CALC_DOUBLE_INT, EMUNIC_CALC_LONG_INT, EMUNIC_CALC_2INT,
 	EMUNIC_CALC_SHORT_INT,
+	/* 16-byte big-endian slots of CORE-Direct's calc (above) */
+	EMUNIC_CALC_BE_INT64, EMUNIC_CALC_BE_UINT64, EMUNIC_CALC_BE_DOUBLE,
 };
 
 /* Bytes of one element of type; 0 for an unknown type. */
@@ -196,6 +208,10 @@ struct emunic_qp_attr {
 	struct emunic_cq *send_cq;
 	struct emunic_cq *recv_cq;
 	unsigned depth;			/* work requests in flight each way (0: 256) */
+	/* 0: paired by order (below).  Else, below 2^30: paired with the
+	 * peer's QP made with the same key, whatever the order (a key in use
+	 * to that peer is -EEXIST; not with EMUNIC_QP_ON_DEMAND). */
+	unsigned pair_key;
 	int rnr_retry;			/* 0..7, 7 = forever; < 0: default 7 */
 	int retry_cnt;			/* 0..7; < 0: default 7 */
 	int timeout;			/* ACK timeout exponent; < 0: default 14 */
@@ -212,13 +228,18 @@ void emunic_qp_attr_init(struct emunic_qp_attr *a);
 /*
  * A QP to peer, connected by the progress core.  Both ranks create their QPs
  * to each other in the same order: the k-th QP rank a makes to rank b is
- * connected to the k-th QP rank b makes to rank a.  Work posted before the
- * connection is up waits, in order.
+ * connected to the k-th QP rank b makes to rank a (QPs made with a
+ * pair_key are not counted: each connects to the peer's QP of its key).
+ * Work posted before the connection is up waits, in order.
  */
 int emunic_qp_create(struct emunic_dev *dev, int peer, const struct emunic_qp_attr *attr,
 		     struct emunic_qp **out);
 int emunic_qp_destroy(struct emunic_qp *qp);
 int emunic_qp_peer(const struct emunic_qp *qp);
+/* Sends a QP that is not TRIGGERED holds at once, posted and not yet
+ * completed (more are -ENOSPC): a ring of this many result slots, indexed
+ * by the QP's send count, is never overwritten under a send in flight. */
+unsigned emunic_qp_send_capacity(const struct emunic_qp *qp);
 /* Nonzero once the QP failed (its work completes with errors from now on). */
 int emunic_qp_failed(const struct emunic_qp *qp);
 /* Waits (bounded) until the connection is up: 0, -ETIMEDOUT, -ECONNREFUSED. */

@@ -30,7 +30,7 @@
 #include "harness.h"
 
 #define NOP 13			/* ops 1..12 and one past */
-#define NTYPE 16		/* types 1..15 and one past */
+#define NTYPE 19		/* types 1..18 and one past */
 #define COUNT 16		/* elements per operand */
 #define SLOT (COUNT * 16)	/* bytes per operand, the largest element */
 
@@ -45,6 +45,7 @@ struct tinfo {
 	enum kind k;		/* the value's kind */
 	int vsize;		/* the value's bytes */
 	int ioff;		/* pairs: where the int index is (0: not a pair) */
+	int be;			/* CORE-Direct's slot: BE value, then a BE 64-bit id */
 };
 
 static const struct tinfo ti[NTYPE] = {
@@ -56,6 +57,8 @@ static const struct tinfo ti[NTYPE] = {
 	[EMUNIC_CALC_FLOAT_INT] = { 8, K_FLT, 4, 4 }, [EMUNIC_CALC_DOUBLE_INT] = { 16, K_DBL, 8, 8 },
 	[EMUNIC_CALC_LONG_INT] = { 16, K_INT, 8, 8 }, [EMUNIC_CALC_2INT] = { 8, K_INT, 4, 4 },
 	[EMUNIC_CALC_SHORT_INT] = { 8, K_INT, 2, 4 },
+	[EMUNIC_CALC_BE_INT64] = { 16, K_INT, 8, 0, 1 }, [EMUNIC_CALC_BE_UINT64] = { 16, K_UINT, 8, 0, 1 },
+	[EMUNIC_CALC_BE_DOUBLE] = { 16, K_DBL, 8, 0, 1 },
 };
 
 static bool is_int(int type) { return ti[type].k <= K_UINT; }
@@ -65,6 +68,9 @@ static bool valid(int op, int type)
 {
 	if (type < 1 || type >= NTYPE || op < 1 || op >= NOP)
 		return false;
+	if (ti[type].be)	/* libmlx5's calc table */
+		return op == EMUNIC_CALC_SUM || op == EMUNIC_CALC_BAND || op == EMUNIC_CALC_BOR ||
+		       op == EMUNIC_CALC_BXOR || (op == EMUNIC_CALC_MAXLOC && ti[type].k == K_UINT);
 	if (ti[type].ioff)
 		return op == EMUNIC_CALC_MINLOC || op == EMUNIC_CALC_MAXLOC;
 	if (op == EMUNIC_CALC_MINLOC || op == EMUNIC_CALC_MAXLOC)
@@ -125,12 +131,71 @@ static int cmp(const unsigned char *x, const unsigned char *y, const struct tinf
 	return a < b ? -1 : a > b;
 }
 
+/* A big-endian 64-bit word, byte by byte (apart from the library's be64toh). */
+static uint64_t get_be(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void put_be(unsigned char *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (unsigned char)v;
+}
+
+static double dbl_of(uint64_t u)
+{
+	double d;
+
+	memcpy(&d, &u, 8);
+	return d;
+}
+
+/* One CORE-Direct slot: the value op'd, +8 the winner's id (MAXLOC: the
+ * larger unsigned value; a tie, the smaller id) or zero. */
+static void ref_be(int op, int type, unsigned char *out, const unsigned char *x, const unsigned char *y)
+{
+	uint64_t a = get_be(x), b = get_be(y), id = 0, r = 0;
+	double d;
+
+	switch (op) {
+	case EMUNIC_CALC_SUM:
+		if (ti[type].k == K_DBL) {
+			d = dbl_of(a) + dbl_of(b);
+			memcpy(&r, &d, 8);
+		} else {
+			r = a + b;
+		}
+		break;
+	case EMUNIC_CALC_BAND: r = a & b; break;
+	case EMUNIC_CALC_BOR: r = a | b; break;
+	case EMUNIC_CALC_BXOR: r = a ^ b; break;
+	case EMUNIC_CALC_MAXLOC: {
+		uint64_t xi = get_be(x + 8), yi = get_be(y + 8);
+
+		r = a > b ? a : b;
+		id = a > b ? xi : b > a ? yi : (xi < yi ? xi : yi);
+		break;
+	}
+	}
+	put_be(out, r);
+	put_be(out + 8, id);
+}
+
 /* One element: out = x op y. */
 static void ref1(int op, int type, unsigned char *out, const unsigned char *x, const unsigned char *y)
 {
 	const struct tinfo *t = &ti[type];
 	int c = cmp(x, y, t);
 
+	if (t->be) {
+		ref_be(op, type, out, x, y);
+		return;
+	}
 	if (t->ioff) {		/* MINLOC / MAXLOC */
 		int xi, yi;
 		bool xwins = op == EMUNIC_CALC_MINLOC ? c < 0 : c > 0;
@@ -174,7 +239,7 @@ static bool same(int type, const unsigned char *a, const unsigned char *b)
 {
 	const struct tinfo *t = &ti[type];
 
-	if (!t->ioff)
+	if (!t->ioff)	/* a CORE-Direct slot: its id or zero at +8 counts too */
 		return !memcmp(a, b, (size_t)t->size);
 	return !memcmp(a, b, (size_t)t->vsize) && !memcmp(a + t->ioff, b + t->ioff, 4);
 }
@@ -197,6 +262,20 @@ static void fill(int type, int who, int which, unsigned char *buf)
 		unsigned char *e = buf + i * t->size;
 		unsigned j = (unsigned)(i * (which ? 5 : 7) + 3 * which + 11 * who);
 
+		if (t->be) {
+			/* Even elements tie; of those, b holds the smaller id
+			 * in every other one.  Every slot has an id. */
+			unsigned v = (unsigned)(i + who + which * (i & 1)) % 3;
+			uint64_t id = !which ? (uint64_t)(i + who) : i & 1 ? (uint64_t)(100 - i)
+					     : i % 4 ? (uint64_t)(i + who + 50) : (uint64_t)(i / 2);
+			double f = flts[v + 1];
+			uint64_t u;
+
+			memcpy(&u, &f, 8);
+			put_be(e, t->k == K_DBL ? u : (uint64_t)ints[v + 1]);
+			put_be(e + 8, id);
+			continue;
+		}
 		if (t->k == K_FLT || t->k == K_DBL)
 			put_f(e, t->k, flts[j % (t->ioff ? 3 : NFLTS)]);	/* pairs: many ties */
 		else
@@ -226,6 +305,13 @@ static void expect(const char *where, int op, int type, const unsigned char *got
 	reference(op, type, want, a, b);
 	for (int i = 0; i < COUNT; i++)
 		if (!same(type, got + i * sz, want + i * sz)) {
+			if (ti[type].be) {
+				FAIL("%s: %s on %s, element %d: got value %016llx id %016llx, want %016llx id %016llx",
+				     where, emunic_calc_op_str(op), emunic_calc_type_str(type), i,
+				     (unsigned long long)get_be(got + i * sz), (unsigned long long)get_be(got + i * sz + 8),
+				     (unsigned long long)get_be(want + i * sz), (unsigned long long)get_be(want + i * sz + 8));
+				return;
+			}
 			FAIL("%s: %s on %s, element %d: got %016llx, want %016llx", where, emunic_calc_op_str(op),
 			     emunic_calc_type_str(type), i, (unsigned long long)get_i(got + i * sz, sz < 8 ? sz : 8, false),
 			     (unsigned long long)get_i(want + i * sz, sz < 8 ? sz : 8, false));
@@ -265,8 +351,8 @@ static void t_reference(void)
 			expect("host, in place", op, type, got, a, b);
 			n++;
 		}
-	if (n != 98)
-		FAIL("%d valid pairs, want 98 (MPI's table)", n);
+	if (n != 111)
+		FAIL("%d valid pairs, want 111 (MPI's 98, CORE-Direct's 13)", n);
 	/* Any alignment: operands and result one byte off (UBSan would see a
 	 * misaligned access). */
 	{
