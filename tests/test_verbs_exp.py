@@ -1,7 +1,8 @@
 """shim/verbs_exp: a CORE-Direct program written against MLNX_OFED's verbs_exp
 (tests/bin/emunic-exp-barrier.c, no emunic header; its QPs connected with
 ibv_modify_qp and QP numbers exchanged out of band) runs its
-recursive-doubling barrier over emunic, and the bad flows fail as verbs_exp
+recursive-doubling barrier, and the same schedule as an allreduce with
+IBV_EXP_SEND_WITH_CALC, over emunic, and the bad flows fail as verbs_exp
 failed them.
 
 Each round every rank sleeps a random while, counts itself in a counter all
@@ -18,11 +19,16 @@ RUN = BIN + "/emunic-run"
 PROG = BIN + "/emunic-exp-barrier"
 SRC = os.path.join(ROOT, "tests", "bin", "emunic-exp-barrier.c")
 FLOWS = ["enable-on-unmanaged-qp", "wait-on-non-cross-channel-qp", "wait-on-non-cross-channel-cq",
-         "enable-more-than-posted", "recv-enable-on-unmanaged-recv"]
+         "enable-more-than-posted", "recv-enable-on-unmanaged-recv",
+         # calc: MAXLOC is not in libmlx5's table for INT; calc needs CROSS_CHANNEL
+         "calc-maxloc-on-int", "calc-on-non-cross-channel-qp"]
+# The shim's own calc limits (README): whole 16-byte operands, at most two.
+SHIM_FLOWS = ["calc-partial-operand", "calc-three-operands"]
 # The standard verbs calls a legacy program makes on the shim's objects, and
 # how each ends (the renames in verbs_exp.h, shim/verbs_exp/compat.c): done,
 # or the shim's documented error, never a crash in libibverbs.
 CALLS = [("ibv_modify_qp", "Invalid argument"), ("ibv_modify_qp-no-such-qp", "Invalid argument"),
+         ("ibv_post_recv-in-reset", "Invalid argument"),
          ("ibv_req_notify_cq", "Operation not supported"),
          ("ibv_destroy_cq-in-use", "Device or resource busy"), ("ibv_destroy_qp", "done"),
          ("ibv_destroy_cq", "done"), ("ibv_modify_qp-own", "done"), ("ibv_destroy_qp-own", "done"),
@@ -33,6 +39,11 @@ def run(rxe, n, args, timeout=120, prog=PROG):
     cmd = ("f=$(mktemp) && %s -n %d -t %d %s --shm $f %s; rc=$?; rm -f $f; exit $rc"
            % (RUN, n, timeout, prog, args))
     return rxe.run(cmd, timeout=timeout + 60)
+
+
+def allreduces(out):
+    return re.findall(r"emunic-exp-barrier: rank (\d+): allreduce: (\d+) calc cases x (\d+) rounds, (\d+) wrong; "
+                      r"calc caps int (0x[0-9a-f]+) uint (0x[0-9a-f]+) fp (0x[0-9a-f]+)", out)
 
 
 def summaries(out):
@@ -55,7 +66,7 @@ def test_legacy_program_includes_no_emunic_header():
 
 @pytest.mark.parametrize("n", [2, 4])
 def test_barrier_and_bad_flows(rxe, n):
-    rc, out = run(rxe, n, "--errors --enable-index --rounds 300 --skew-us 100")
+    rc, out = run(rxe, n, "--errors --enable-index --allreduce 10 --rounds 300 --skew-us 100")
     assert rc == 0, out
     s = summaries(out)
     assert sorted(int(r[0]) for r in s) == list(range(n)), out
@@ -65,6 +76,21 @@ def test_barrier_and_bad_flows(rxe, n):
     for flow in FLOWS:
         lines = re.findall(r"rank \d+: bad flow %s: Invalid argument, as verbs_exp" % flow, out)
         assert len(lines) == n, out
+    for flow in SHIM_FLOWS:
+        lines = re.findall(r"rank \d+: bad flow %s: Invalid argument, as the shim documents" % flow, out)
+        assert len(lines) == n, out
+    # IBV_EXP_SEND_WITH_CALC: the barrier's schedule as an allreduce, every
+    # op x type of libmlx5's calc table and MINLOC as cc_pingpong packed it
+    # (negated MAXLOC), each reduction done by the emulated NIC as the
+    # send is released (the operand it reads arrived after the post), the
+    # result bit for bit the host's fold on every rank.  The calc
+    # capabilities are libmlx5's: ADD, BAND, BXOR, BOR (bits 0, 2, 3, 4).
+    a = allreduces(out)
+    assert sorted(int(r[0]) for r in a) == list(range(n)), out
+    for rank, cases, rounds, wrong, ints, uints, fps in a:
+        assert (int(cases), int(rounds), int(wrong)) == (14, 10, 0), out
+        assert ints == uints == fps == "0x1d", out
+    assert "calc MAXLOC on INT is not in libmlx5's calc table" in out, out
     for call, end in CALLS:
         lines = re.findall(r"rank \d+: verbs call %s: %s, as the shim documents" % (call, end), out)
         assert len(lines) == n, (call, out)
@@ -86,6 +112,12 @@ def test_barrier_and_bad_flows(rxe, n):
     # created MANAGED_RECV is EINVAL (FLOWS).
     assert len(re.findall(r"recv enable: 0 arrived before RECV_ENABLE, 1 after, as libmlx5", out)) == n, out
     assert "not created IBV_EXP_QP_CREATE_MANAGED_RECV" in out, out
+    # Pairing by QP number: every odd rank moved its two extra QPs to the
+    # partner to RTR in the other order, and the checks on them (enable
+    # index, MANAGED_RECV) above passed, so the QPs the numbers named were
+    # the ones connected (a pairing by order would have crossed them).
+    assert len(re.findall(r"rank \d+: QPs \d+ and \d+ moved to RTR in the order opposite to rank \d+'s",
+                          out)) == n // 2, out
     # The shim's error lines name the rank and what libmlx5 refused.
     assert "unsupported cross-channel functionality" in out, out
     assert "enables past the" in out, out
@@ -95,10 +127,11 @@ def test_barrier_and_bad_flows(rxe, n):
 def test_sanitized(rxe):
     """The same under ASan/UBSan (leaks included: the shim frees what the
     program left at exit)."""
-    rc, out = run(rxe, 2, "--errors --rounds 100 --skew-us 100", prog=SANBIN + "/emunic-exp-barrier")
+    rc, out = run(rxe, 2, "--errors --allreduce 2 --rounds 100 --skew-us 100", prog=SANBIN + "/emunic-exp-barrier")
     assert rc == 0, out
     assert "ERROR: AddressSanitizer" not in out and "runtime error" not in out, out
     assert len(summaries(out)) == 2, out
+    assert [r[3] for r in allreduces(out)] == ["0", "0"], out
 
 
 def test_verification_can_fail(rxe):

@@ -69,6 +69,7 @@ static void vexp_close(void)
 		struct vexp_qp *qp = state.qps;
 
 		state.qps = qp->all_next;
+		free(qp->early);
 		free(qp);
 	}
 	while (state.cqs) {
@@ -76,6 +77,13 @@ static void vexp_close(void)
 
 		state.cqs = cq->all_next;
 		free(cq);
+	}
+	while (state.rings) {	/* their registrations went with the device */
+		struct vexp_ring *ring = state.rings;
+
+		state.rings = ring->next;
+		free(ring->slots);
+		free(ring);
 	}
 }
 

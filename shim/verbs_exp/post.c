@@ -34,6 +34,8 @@ struct vexp_list {
 	struct emunic_task *t;
 	struct emunic_mq **mq;		/* per task: the MQ it must run on, or NULL (any) */
 	unsigned n, cap;
+	struct vexp_early *early;	/* receives posted in INIT, for their QPs at the end */
+	unsigned nearly, early_cap;
 };
 
 static int list_grow(struct vexp_list *l)
@@ -79,12 +81,36 @@ static int add_send(struct vexp_post *p, struct vexp_list *l, struct vexp_qp *qp
 	return 0;
 }
 
+/* A receive posted in INIT, set aside: its QP takes it at the end of a
+ * post that succeeded (its room, the QP's depth, is made now, so the end
+ * cannot fail). */
+static int keep_early(struct vexp_list *l, struct vexp_qp *qp, const struct emunic_task *t)
+{
+	if (l->nearly == l->early_cap) {
+		unsigned cap = l->early_cap ? 2 * l->early_cap : 8;
+		struct vexp_early *e = realloc(l->early, cap * sizeof(*e));
+
+		if (!e)
+			return vexp_fail(ENOMEM, "no memory");
+		l->early = e;
+		l->early_cap = cap;
+	}
+	if (!qp->early && !(qp->early = calloc(qp->depth, sizeof(*qp->early))))
+		return vexp_fail(ENOMEM, "no memory");
+	l->early[l->nearly++] = (struct vexp_early){ .qp = qp, .t = *t };
+	return 0;
+}
+
 static int add_recv(struct vexp_post *p, struct vexp_list *l, struct vexp_qp *qp, struct ibv_recv_wr *wr,
 		    struct ibv_recv_wr **bad_wr)
 {
-	for (struct emunic_task *t; wr; wr = wr->next, l->mq[l->n++] = NULL) {
+	for (struct emunic_task *t; wr; wr = wr->next) {
 		int r = (t = next_slot(l)) ? vexp_recv_wr_task(p, qp, wr, t) : vexp_fail(ENOMEM, "no memory");
 
+		if (!r && !t->qp)
+			r = keep_early(l, qp, t);
+		else if (!r)
+			l->mq[l->n++] = NULL;
 		if (r)
 			return bad_wr ? (*bad_wr = wr, r) : r;
 	}
@@ -147,9 +173,40 @@ static void end(struct vexp_post *p, struct vexp_list *l, int ok)
 		p->touched[i]->sq = p->touched[i]->sq_tmp;
 		p->touched[i]->rq = p->touched[i]->rq_tmp;
 	}
+	for (unsigned i = 0; ok && i < l->nearly; i++) {
+		struct vexp_qp *qp = l->early[i].qp;
+
+		qp->early[qp->nearly++] = l->early[i].t;	/* at most depth: wr.c */
+	}
 	free(p->touched);
 	free(l->t);
 	free(l->mq);
+	free(l->early);
+}
+
+int vexp_post_early(struct vexp_qp *qp)
+{
+	struct vexp_state *s = vexp_get();
+	unsigned most = emunic_dev_list_tasks(s->dev), n = qp->nearly, done = 0;
+	int r = 0;
+
+	pthread_mutex_lock(&s->lock);
+	for (unsigned i = 0; i < n; i++)
+		qp->early[i].qp = qp->qp;
+	while (!r && done < n) {
+		unsigned k = n - done < most ? n - done : most;
+
+		if (!(r = emunic_mq_post(qp->mq, qp->early + done, k)))
+			done += k;
+	}
+	if (r)
+		r = vexp_fail(r == -ENOSPC ? ENOMEM : -r, "ibv_modify_qp on QP %u to RTR: emunic took %u of the %u "
+			      "receives posted in INIT; the rest are dropped", qp->ibv.qp_num, done, n);
+	free(qp->early);
+	qp->early = NULL;
+	qp->nearly = 0;
+	pthread_mutex_unlock(&s->lock);
+	return r;
 }
 
 int ibv_exp_post_send(struct ibv_qp *ibqp, struct ibv_exp_send_wr *wr, struct ibv_exp_send_wr **bad_wr)

@@ -18,17 +18,21 @@
  * Connecting, as a verbs program does it: ibv_modify_qp to INIT, to RTR
  * with the peer's QP number (exchanged out of band), to RTS.  A shim QP's
  * number carries its rank (rank << VEXP_QPN_INDEX_BITS | index), so RTR
- * knows the peer and makes the emunic QP to it; emunic pairs a rank's QPs
- * to one peer in the order they are made (here: in the order they reach
- * RTR), so both sides must move their QPs to each other to RTR in the same
- * order (as they make them, in the usual program).  RTR naming the QP itself (a loopback, as management
- * QPs were connected) makes no connection: such a QP never touches the
- * wire.  The transitions the kernel refuses (ib_modify_qp_is_ok: RESET to
+ * knows the peer and makes the emunic QP to it, with a pair key made of
+ * both QPs' indices (emunic_qp_attr.pair_key): the two QPs whose RTRs name
+ * each other connect, in whatever order the two sides reach RTR, as verbs
+ * connects the QPs the numbers name.  A QP whose RTR names a QP that does
+ * not name it back never connects (its work waits, as an RC QP aimed at the
+ * wrong number gets no answer).  RTR naming the QP itself (a loopback, as
+ * management QPs were connected) makes no connection: such a QP never
+ * touches the wire.  The transitions the kernel refuses (ib_modify_qp_is_ok: RESET to
  * RTR, RTR without a destination, ...) are EINVAL, as is a destination
  * whose rank field names no rank of the job (the index is not checked: the
  * peer's QPs are not known here); another QP of the same rank is
  * EOPNOTSUPP; ERR, SQD and RESET are not mapped (EOPNOTSUPP: destroy the
- * QP).  Receives are taken from RTR on (verbs took them from INIT).  RTS's timeout and retry counts
+ * QP).  Receives are taken from INIT on, as verbs took them: those posted
+ * before RTR wait in the shim and go to emunic at RTR, ahead of anything
+ * posted later (at most the QP's depth of them).  RTS's timeout and retry counts
  * are not applied: emunic's QP is made at RTR, with its defaults (14, 7, 7).
  * emunic_exp_connect(qp, peer) does RTR and RTS in one call.
  */
@@ -56,9 +60,9 @@ static int check_attr(const struct ibv_exp_qp_init_attr *a)
 		return vexp_fail(EINVAL, "ibv_exp_create_qp: send_cq and recv_cq must come from ibv_exp_create_cq");
 	if (flags & ~(uint32_t)VEXP_QP_FLAGS)
 		return vexp_fail(EINVAL, "ibv_exp_create_qp: exp_create_flags 0x%x", flags & ~(uint32_t)VEXP_QP_FLAGS);
-	if (a->cap.max_send_sge > 1 || a->cap.max_recv_sge > 1 || a->cap.max_inline_data)
-		return vexp_fail(EINVAL, "ibv_exp_create_qp: the shim's QPs take one scatter/gather entry "
-				 "and no inline data");
+	if (a->cap.max_send_sge > VEXP_MAX_SGE || a->cap.max_recv_sge > VEXP_MAX_SGE || a->cap.max_inline_data)
+		return vexp_fail(EINVAL, "ibv_exp_create_qp: the shim's QPs take up to %d scatter/gather entries "
+				 "and no inline data", VEXP_MAX_SGE);
 	return 0;
 }
 
@@ -78,6 +82,8 @@ struct ibv_qp *ibv_exp_create_qp(struct ibv_context *context, struct ibv_exp_qp_
 	qp->create_flags = attr->comp_mask & IBV_EXP_QP_INIT_ATTR_CREATE_FLAGS ? attr->exp_create_flags : 0;
 	qp->sq_sig_all = attr->sq_sig_all;
 	qp->depth = attr->cap.max_send_wr > 256 ? attr->cap.max_send_wr : 256;
+	qp->max_send_sge = attr->cap.max_send_sge ? attr->cap.max_send_sge : 1;
+	qp->max_recv_sge = attr->cap.max_recv_sge ? attr->cap.max_recv_sge : 1;
 	qp->scq = to_vcq(attr->send_cq);
 	qp->rcq = to_vcq(attr->recv_cq);
 	pthread_mutex_lock(&s->lock);
@@ -112,12 +118,14 @@ struct ibv_qp *ibv_exp_create_qp(struct ibv_context *context, struct ibv_exp_qp_
 	qp->ibv.recv_cq = attr->recv_cq;
 	qp->ibv.qp_type = IBV_QPT_RC;
 	qp->ibv.state = IBV_QPS_RESET;
-	attr->cap.max_send_sge = attr->cap.max_recv_sge = 1;
+	attr->cap.max_send_sge = qp->max_send_sge;
+	attr->cap.max_recv_sge = qp->max_recv_sge;
 	return &qp->ibv;
 }
 
-/* The emunic QP to `peer` behind a shim QP (at RTR). */
-static int connect_peer(struct vexp_qp *qp, int peer, const char *who)
+/* The emunic QP to `peer` behind a shim QP (at RTR); key: emunic's pair
+ * key (0: by order). */
+static int connect_peer(struct vexp_qp *qp, int peer, unsigned key, const char *who)
 {
 	struct vexp_state *s = vexp_get();
 	struct emunic_qp_attr a;
@@ -131,6 +139,7 @@ static int connect_peer(struct vexp_qp *qp, int peer, const char *who)
 	a.send_cq = qp->scq->cq;
 	a.recv_cq = qp->rcq->cq;
 	a.depth = qp->depth;
+	a.pair_key = key;
 	pthread_mutex_lock(&s->lock);
 	r = -emunic_qp_create(s->dev, peer, &a, &qp->qp);
 	pthread_mutex_unlock(&s->lock);
@@ -145,7 +154,7 @@ int emunic_exp_connect(struct ibv_qp *ibqp, int peer)
 
 	if (!ibqp || !vexp_ours(ibqp->context))
 		return vexp_fail(EINVAL, "emunic_exp_connect: not a QP of ibv_exp_create_qp");
-	if ((r = connect_peer(to_vqp(ibqp), peer, "emunic_exp_connect")))
+	if ((r = connect_peer(to_vqp(ibqp), peer, 0, "emunic_exp_connect")) || (r = vexp_post_early(to_vqp(ibqp))))
 		return r;
 	ibqp->state = IBV_QPS_RTS;
 	return 0;
@@ -162,8 +171,10 @@ static const char *state_str(int st)
 static int to_rtr(struct vexp_qp *qp, const struct ibv_qp_attr *attr, int mask)
 {
 	struct vexp_state *s = vexp_get();
-	uint32_t dest = attr->dest_qp_num;
+	uint32_t dest = attr->dest_qp_num, mine, theirs;
 	int peer = (int)(dest >> VEXP_QPN_INDEX_BITS);
+	unsigned key;
+	int r;
 
 	if (!(mask & IBV_QP_DEST_QPN))
 		return vexp_fail(EINVAL, "ibv_modify_qp on QP %u: RTR needs IBV_QP_DEST_QPN (the peer's QP number)",
@@ -177,7 +188,15 @@ static int to_rtr(struct vexp_qp *qp, const struct ibv_qp_attr *attr, int mask)
 	if (peer == emunic_boot_rank(s->boot))
 		return vexp_fail(EOPNOTSUPP, "ibv_modify_qp on QP %u: dest_qp_num %u is another QP of this rank: "
 				 "emunic connects ranks, not a rank to itself", qp->ibv.qp_num, dest);
-	return connect_peer(qp, peer, "ibv_modify_qp");
+	/* The pair's key: both QPs' indices, the lower rank's first, so the
+	 * two sides name the same key and connect these two QPs whatever the
+	 * order they reach RTR in (as verbs connects the QPs the numbers name). */
+	mine = qp->ibv.qp_num & VEXP_QPN_INDEX_MASK;
+	theirs = dest & VEXP_QPN_INDEX_MASK;
+	key = emunic_boot_rank(s->boot) < peer ? mine << VEXP_QPN_INDEX_BITS | theirs
+					       : theirs << VEXP_QPN_INDEX_BITS | mine;
+	r = connect_peer(qp, peer, key, "ibv_modify_qp");
+	return r ? r : vexp_post_early(qp);
 }
 
 int vexp_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
@@ -249,6 +268,7 @@ int emunic_exp_destroy_qp(struct ibv_qp *ibqp)
 	}
 	pthread_mutex_unlock(&s->lock);
 	num = ibqp->qp_num;
+	free(qp->early);
 	free(qp);
 	return r ? vexp_fail(-r, "emunic_exp_destroy_qp: QP %u", num) : 0;
 }

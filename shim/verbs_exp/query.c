@@ -4,8 +4,11 @@
  * the program's context), plus IBV_EXP_DEVICE_CROSS_CHANNEL, which emunic
  * provides on any verbs device.  As verbs_exp's call did, comp_mask says on
  * the way in which experimental fields are wanted and on the way out which
- * were filled: the capability flags always; the calc capabilities as none
- * (IBV_EXP_SEND_WITH_CALC is not mapped, wr.c), the clock fields not at all.
+ * were filled: the capability flags always; the calc capabilities as
+ * libmlx5's mlx5_exp_query_device reported them on a cross-channel device
+ * (ADD, BAND, BXOR, BOR on INT, UINT and FLOAT, 64-bit; it left MAXLOC out,
+ * though its post path took MAXLOC on UINT, and so does wr.c); the clock
+ * fields not at all.
  */
 #include "shim/verbs_exp/vexp.h"
 
@@ -33,7 +36,7 @@ int ibv_exp_query_device(struct ibv_context *context, struct ibv_exp_device_attr
 	attr->hw_ver = d.hw_ver;
 	attr->max_qp = d.max_qp;
 	attr->max_qp_wr = d.max_qp_wr;
-	attr->max_sge = 1;		/* the shim's QPs take one entry */
+	attr->max_sge = VEXP_MAX_SGE;	/* contiguous pieces, or a calc's operands (wr.c) */
 	attr->max_sge_rd = 1;
 	attr->max_cq = d.max_cq;
 	attr->max_cqe = d.max_cqe;
@@ -47,5 +50,14 @@ int ibv_exp_query_device(struct ibv_context *context, struct ibv_exp_device_attr
 	attr->phys_port_cnt = d.phys_port_cnt;
 	attr->exp_device_cap_flags = (uint64_t)(unsigned)d.device_cap_flags | IBV_EXP_DEVICE_CROSS_CHANNEL;
 	attr->comp_mask = want & (IBV_EXP_DEVICE_ATTR_EXP_CAP_FLAGS | IBV_EXP_DEVICE_ATTR_CALC_CAP);
+	if (attr->comp_mask & IBV_EXP_DEVICE_ATTR_CALC_CAP) {
+		attr->calc_cap.data_types = 1ull << IBV_EXP_CALC_DATA_TYPE_INT | 1ull << IBV_EXP_CALC_DATA_TYPE_UINT |
+					    1ull << IBV_EXP_CALC_DATA_TYPE_FLOAT;
+		attr->calc_cap.data_sizes = 1ull << IBV_EXP_CALC_DATA_SIZE_64_BIT;
+		attr->calc_cap.int_ops = 1ull << IBV_EXP_CALC_OP_ADD | 1ull << IBV_EXP_CALC_OP_BAND |
+					 1ull << IBV_EXP_CALC_OP_BXOR | 1ull << IBV_EXP_CALC_OP_BOR;
+		attr->calc_cap.uint_ops = attr->calc_cap.int_ops;
+		attr->calc_cap.fp_ops = attr->calc_cap.int_ops;
+	}
 	return 0;
 }

@@ -45,11 +45,30 @@ struct vexp_wq {
 	uint64_t head, en_index, en_count, released;
 };
 
+/* Where a QP's calc sends put their 16-byte results (wr.c): one slot per
+ * send the emunic QP holds at once, indexed by the QP's send count, so no
+ * slot is written under a send in flight.  Registered with emunic; kept
+ * until exit (state.rings) so the engine never reads a freed one. */
+struct vexp_ring {
+	unsigned char *slots;
+	struct emunic_mr *mr;
+	uint32_t cap;
+	struct vexp_ring *next;		/* on vexp_state.rings */
+};
+
+/* Gather entries a shim QP takes (a calc's operands, or contiguous pieces
+ * of one buffer). */
+#define VEXP_MAX_SGE 16
+
 struct vexp_qp {
 	struct ibv_qp ibv;
 	uint32_t create_flags;		/* IBV_EXP_QP_CREATE_* */
 	int sq_sig_all;
 	unsigned depth;
+	unsigned max_send_sge, max_recv_sge;
+	struct vexp_ring *ring;		/* calc results, made at the first calc */
+	struct emunic_task *early;	/* receives posted in INIT, posted to emunic at RTR */
+	unsigned nearly;
 	struct vexp_cq *scq, *rcq;
 	struct emunic_qp *qp;		/* once connected */
 	struct emunic_mq *mq;		/* runs the control WRs posted to this QP */
@@ -85,6 +104,7 @@ struct vexp_state {
 	unsigned epoch;
 	struct vexp_qp *qps;		/* freed at exit if the program did not */
 	struct vexp_cq *cqs;
+	struct vexp_ring *rings;	/* every calc result ring, freed at exit */
 };
 struct vexp_state *vexp_get(void);
 /* Opens emunic's device on first use (collective, as emunic_dev_open is):
@@ -97,17 +117,26 @@ int vexp_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 /* mr.c: an emunic registration covering [addr, addr + len) */
 int vexp_mr_find(void *addr, uint32_t len, struct emunic_mr **out);
 
-/* wr.c: one post's checking state */
+/* wr.c: one post's checking state (the caller holds state.lock) */
 struct vexp_post {
 	unsigned epoch;
 	struct vexp_qp **touched;
 	unsigned ntouched, cap;
+};
+/* A receive posted in INIT (vexp_recv_wr_task leaves its task's qp NULL):
+ * kept aside and, once the post succeeded, added to the QP's early ones. */
+struct vexp_early {
+	struct vexp_qp *qp;
+	struct emunic_task t;
 };
 struct vexp_wq *vexp_wq_tmp(struct vexp_post *p, struct vexp_qp *qp, int recv);
 int vexp_send_wr_task(struct vexp_post *p, struct vexp_qp *qp, const struct ibv_exp_send_wr *wr,
 		      struct emunic_task *t);
 int vexp_recv_wr_task(struct vexp_post *p, struct vexp_qp *qp, const struct ibv_recv_wr *wr,
 		      struct emunic_task *t);
+
+/* post.c: the receives posted in INIT, to emunic once the QP is at RTR */
+int vexp_post_early(struct vexp_qp *qp);
 
 /* qp.c: ibv_modify_qp on a shim QP */
 int vexp_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);

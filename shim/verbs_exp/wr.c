@@ -21,8 +21,22 @@
  *    WAIT_EN_LAST moves wait_index by the largest count since the last move
  *    (emunic's WAIT does exactly this, emunic/mq/post.c check_wait).
  *  - A data work request on a QP that is not ready (not connected here; not
- *    RTS there): EINVAL.  More scatter/gather entries than the QP takes
- *    (here 1): ENOMEM.
+ *    RTS there): EINVAL.  More scatter/gather entries than the QP was
+ *    created with (max_send_sge, max_recv_sge): ENOMEM ("max gs exceeded").
+ *    emunic moves one buffer a work request, so the entries of a SEND or
+ *    receive must lie end to end (EOPNOTSUPP otherwise).
+ *  - IBV_EXP_SEND_WITH_CALC (calc_task): the op x type must be in libmlx5's
+ *    mlx5_calc_ops_table (ADD, BAND, BOR, BXOR on INT, UINT, FLOAT; MAXLOC
+ *    on UINT only; 64-bit), else EINVAL, as __mlx5_post_send_one_rc_dc.
+ *    The gather list holds the operands, 16 bytes each, in the layout
+ *    Mellanox's cc_pingpong packs (a big-endian value, then for MAXLOC a
+ *    big-endian id); the HCA sent their reduction, one 16-byte slot.  Here
+ *    the send becomes emunic's CALC on the BE_ slot types (emunic/mq.h),
+ *    which reduces when the send is released, so it reads what earlier
+ *    receives put in the operands, as the HCA's gather did.  Limits of the
+ *    shim: at most 2 operands (what cc_pingpong's pp_query_calc_cap
+ *    assumed; EINVAL beyond), entries of whole operands (EINVAL), SEND
+ *    only (RDMA writes are not mapped, below).
  *  - WAIT on a CQ not created IBV_EXP_CQ_CREATE_CROSS_CHANNEL: EINVAL.  Not
  *    confirmed from libmlx5 (its post path does not look at the CQ's flags;
  *    the flag went to the kernel at creation): EINVAL is the errno libmlx5
@@ -70,15 +84,24 @@ static const char *opname(int op)
 	}
 }
 
-/* The one scatter/gather entry, registered with emunic (mr.c). */
-static int sge_of(int num_sge, const struct ibv_sge *sg, struct emunic_task *t)
+/* The scatter/gather entries as one buffer, registered with emunic (mr.c). */
+static int sge_of(int num_sge, const struct ibv_sge *sg, unsigned max, struct emunic_task *t)
 {
-	if (num_sge > 1)
-		return vexp_fail(ENOMEM, "%d scatter/gather entries; the shim's QPs take 1", num_sge);
-	if (num_sge < 1 || !sg || !sg->length)
+	uint64_t end;
+
+	if (num_sge > (int)max)
+		return vexp_fail(ENOMEM, "%d scatter/gather entries; the QP was created with %u", num_sge, max);
+	if (num_sge < 1 || !sg)
 		return 0;
-	t->addr = (void *)(uintptr_t)sg->addr;
-	t->len = sg->length;
+	end = sg[0].addr + sg[0].length;
+	for (int i = 1; i < num_sge; end += sg[i].length, i++)
+		if (sg[i].length && sg[i].addr != end)
+			return vexp_fail(EOPNOTSUPP, "scatter/gather entry %d does not start where entry %d ends: "
+					 "emunic moves one buffer a work request", i, i - 1);
+	if (end == sg[0].addr)
+		return 0;
+	t->addr = (void *)(uintptr_t)sg[0].addr;
+	t->len = (uint32_t)(end - sg[0].addr);
 	return vexp_mr_find(t->addr, t->len, &t->mr);
 }
 
@@ -158,6 +181,113 @@ static int enable_task(struct vexp_post *p, const struct ibv_exp_send_wr *wr, st
 	return 0;
 }
 
+/* ---- calc ------------------------------------------------------------------- */
+
+#define CALC_SLOT 16		/* one operand, one result */
+#define CALC_MAX_OPERANDS 2
+
+/* libmlx5's mlx5_calc_ops_table, as emunic's op and BE_ slot type; 0: not
+ * in the table. */
+static int calc_map(const struct ibv_exp_send_wr *wr, int *op, int *type)
+{
+	static const int ops[IBV_EXP_CALC_OP_NUMBER] = {
+		[IBV_EXP_CALC_OP_ADD] = EMUNIC_CALC_SUM, [IBV_EXP_CALC_OP_MAXLOC] = EMUNIC_CALC_MAXLOC,
+		[IBV_EXP_CALC_OP_BAND] = EMUNIC_CALC_BAND, [IBV_EXP_CALC_OP_BXOR] = EMUNIC_CALC_BXOR,
+		[IBV_EXP_CALC_OP_BOR] = EMUNIC_CALC_BOR,
+	};
+	static const int types[IBV_EXP_CALC_DATA_TYPE_NUMBER] = {
+		[IBV_EXP_CALC_DATA_TYPE_INT] = EMUNIC_CALC_BE_INT64, [IBV_EXP_CALC_DATA_TYPE_UINT] = EMUNIC_CALC_BE_UINT64,
+		[IBV_EXP_CALC_DATA_TYPE_FLOAT] = EMUNIC_CALC_BE_DOUBLE,
+	};
+	unsigned o = (unsigned)wr->op.calc.calc_op, ty = (unsigned)wr->op.calc.data_type;
+
+	if (o >= IBV_EXP_CALC_OP_NUMBER || ty >= IBV_EXP_CALC_DATA_TYPE_NUMBER ||
+	    (unsigned)wr->op.calc.data_size >= IBV_EXP_CALC_DATA_SIZE_NUMBER)
+		return vexp_fail(EINVAL, "calc op %d, type %d, size %d out of range", wr->op.calc.calc_op,
+				 wr->op.calc.data_type, wr->op.calc.data_size);
+	*op = ops[o];
+	*type = types[ty];
+	/* emunic's table for the BE_ types is libmlx5's: MAXLOC on UINT only. */
+	if (emunic_calc_check(*op, *type))
+		return vexp_fail(EINVAL, "calc %s on %s is not in libmlx5's calc table (MAXLOC takes UINT only)",
+				 emunic_calc_op_str(*op), ty == IBV_EXP_CALC_DATA_TYPE_INT ? "INT" : "FLOAT");
+	return 0;
+}
+
+/* The QP's result ring, made at its first calc. */
+static struct vexp_ring *calc_ring(struct vexp_qp *qp)
+{
+	struct vexp_state *s = vexp_get();
+	struct vexp_ring *ring;
+	uint32_t cap;
+	int r;
+
+	if (qp->ring)
+		return qp->ring;
+	cap = emunic_qp_send_capacity(qp->qp);
+	if (!(ring = calloc(1, sizeof(*ring))) || !(ring->slots = aligned_alloc(64, (size_t)cap * CALC_SLOT))) {
+		free(ring);
+		vexp_fail(ENOMEM, "calc on QP %u: no memory for %u result slots", qp->ibv.qp_num, cap);
+		return NULL;
+	}
+	memset(ring->slots, 0, (size_t)cap * CALC_SLOT);
+	if ((r = emunic_mr_reg(s->dev, ring->slots, (size_t)cap * CALC_SLOT, &ring->mr))) {
+		free(ring->slots);
+		free(ring);
+		vexp_fail(-r, "calc on QP %u: registering its result slots", qp->ibv.qp_num);
+		return NULL;
+	}
+	ring->cap = cap;
+	ring->next = s->rings;
+	s->rings = ring;
+	return qp->ring = ring;
+}
+
+/* A SEND with IBV_EXP_SEND_WITH_CALC: emunic's CALC over the operands in
+ * the gather list, its result sent from the QP's ring. */
+static int calc_task(struct vexp_qp *qp, const struct ibv_exp_send_wr *wr, struct vexp_wq *wq, struct emunic_task *t)
+{
+	static const unsigned char zero[CALC_SLOT];
+	const unsigned char *operand[CALC_MAX_OPERANDS];
+	struct vexp_ring *ring;
+	unsigned n = 0;
+	int r;
+
+	if ((r = calc_map(wr, &t->calc_op, &t->calc_type)))
+		return r;
+	if (wr->num_sge > (int)qp->max_send_sge)
+		return vexp_fail(ENOMEM, "%d scatter/gather entries; the QP was created with %u", wr->num_sge,
+				 qp->max_send_sge);
+	for (int i = 0; i < wr->num_sge; i++) {
+		const struct ibv_sge *sg = &wr->sg_list[i];
+
+		if (sg->length % CALC_SLOT)
+			return vexp_fail(EINVAL, "calc: gather entry %d holds %u bytes, not whole 16-byte operands", i,
+					 sg->length);
+		for (uint32_t off = 0; off < sg->length; off += CALC_SLOT) {
+			if (n == CALC_MAX_OPERANDS)
+				return vexp_fail(EINVAL, "calc over more than %d operands: the shim reduces at most %d "
+						 "(cc_pingpong's pp_query_calc_cap)", CALC_MAX_OPERANDS, CALC_MAX_OPERANDS);
+			operand[n++] = (const unsigned char *)(uintptr_t)sg->addr + off;
+		}
+	}
+	if (!n)
+		return vexp_fail(EINVAL, "calc with no operand (an empty gather list)");
+	if (!(ring = calc_ring(qp)))
+		return errno;
+	t->op = EMUNIC_TASK_CALC;
+	t->qp = qp->qp;
+	t->calc_a = operand[0];
+	/* One operand reduces to itself: with zero for SUM and BXOR, with
+	 * itself for the others. */
+	t->calc_b = n == 2 ? operand[1]
+		    : t->calc_op == EMUNIC_CALC_SUM || t->calc_op == EMUNIC_CALC_BXOR ? zero : operand[0];
+	t->addr = ring->slots + (wq->head % ring->cap) * CALC_SLOT;
+	t->len = CALC_SLOT;
+	t->mr = ring->mr;
+	return 0;
+}
+
 static int send_task(struct vexp_post *p, struct vexp_qp *qp, const struct ibv_exp_send_wr *wr,
 		     struct emunic_task *t)
 {
@@ -167,7 +297,15 @@ static int send_task(struct vexp_post *p, struct vexp_qp *qp, const struct ibv_e
 	if (!qp->qp)
 		return vexp_fail(EINVAL, "SEND on QP %u, not at RTR yet (ibv_modify_qp to RTR, or emunic_exp_connect)",
 				 qp->ibv.qp_num);
-	if ((r = sge_of(wr->num_sge, wr->sg_list, t)))
+	if (wr->exp_send_flags & IBV_EXP_SEND_WITH_CALC) {
+		if (!(wq = vexp_wq_tmp(p, qp, 0)))
+			return vexp_fail(ENOMEM, "no memory");
+		if ((r = calc_task(qp, wr, wq, t)))
+			return r;
+		wq->head++;
+		return 0;
+	}
+	if ((r = sge_of(wr->num_sge, wr->sg_list, qp->max_send_sge, t)))
 		return r;
 	/* Inline data was copied into the WQE at post time; emunic reads the
 	 * buffer when the send runs, possibly much later on a managed QP. */
@@ -194,18 +332,10 @@ int vexp_send_wr_task(struct vexp_post *p, struct vexp_qp *qp, const struct ibv_
 	if ((managed || calc) && !(qp->create_flags & IBV_EXP_QP_CREATE_CROSS_CHANNEL))
 		return vexp_fail(EINVAL, "%s on QP %u: unsupported cross-channel functionality (the QP was not "
 				 "created IBV_EXP_QP_CREATE_CROSS_CHANNEL)", calc ? "calc" : opname(op), qp->ibv.qp_num);
-	if (calc) {
-		/* libmlx5 checked the three fields against its calc table
-		 * (EINVAL out of range); emunic's CALC (emunic/mq.h) reduces
-		 * two operands into a result buffer, which the vector calc's
-		 * gather layout does not map onto. */
-		if ((unsigned)wr->op.calc.calc_op >= IBV_EXP_CALC_OP_NUMBER ||
-		    (unsigned)wr->op.calc.data_type >= IBV_EXP_CALC_DATA_TYPE_NUMBER ||
-		    (unsigned)wr->op.calc.data_size >= IBV_EXP_CALC_DATA_SIZE_NUMBER)
-			return vexp_fail(EINVAL, "calc op %d, type %d, size %d out of range", wr->op.calc.calc_op,
-					 wr->op.calc.data_type, wr->op.calc.data_size);
-		return vexp_fail(EOPNOTSUPP, "IBV_EXP_SEND_WITH_CALC is not mapped onto emunic's CALC; use "
-				 "emunic_mq_post with EMUNIC_TASK_CALC");
+	if (calc && op != IBV_EXP_WR_SEND) {
+		int cop, ctype, r = calc_map(wr, &cop, &ctype);	/* libmlx5 checked the table first */
+
+		return r ? r : vexp_fail(EOPNOTSUPP, "calc on opcode %d: the shim maps calc on SEND only", op);
 	}
 	if (managed && (wr->exp_send_flags & IBV_EXP_SEND_SIGNALED || qp->sq_sig_all))
 		t->flags |= EMUNIC_TASK_SIGNAL;
@@ -242,15 +372,18 @@ int vexp_recv_wr_task(struct vexp_post *p, struct vexp_qp *qp, const struct ibv_
 
 	memset(t, 0, sizeof(*t));
 	t->wr_id = wr->wr_id;
-	if (!qp->qp)
-		/* verbs took receives from INIT: here the emunic QP is made at
-		 * RTR, so a port posts its first receives after RTR. */
-		return vexp_fail(EINVAL, "receive on QP %u, not at RTR yet (ibv_modify_qp to RTR, or "
-				 "emunic_exp_connect)", qp->ibv.qp_num);
-	if ((r = sge_of(wr->num_sge, wr->sg_list, t)))
+	/* Verbs takes receives from INIT on; the emunic QP is made at RTR, so
+	 * one posted in INIT waits in the shim (t->qp NULL: post.c keeps it
+	 * aside) and goes to emunic at RTR, before anything posted later. */
+	if (!qp->qp && qp->ibv.state != IBV_QPS_INIT)
+		return vexp_fail(EINVAL, "receive on QP %u in RESET (ibv_modify_qp to INIT first)", qp->ibv.qp_num);
+	if ((r = sge_of(wr->num_sge, wr->sg_list, qp->max_recv_sge, t)))
 		return r;
 	if (!(wq = vexp_wq_tmp(p, qp, 1)))
 		return vexp_fail(ENOMEM, "no memory");
+	if (!qp->qp && wq->head >= qp->depth)
+		return vexp_fail(ENOMEM, "receive on QP %u: %u posted in INIT, its depth; post the rest after RTR",
+				 qp->ibv.qp_num, qp->depth);
 	wq->head++;
 	t->op = EMUNIC_TASK_RECV;
 	t->qp = qp->qp;

@@ -15,7 +15,8 @@
  *
  * QPs connect as the original's did: ibv_modify_qp to INIT, to RTR with
  * the partner's QP number, to RTS (the management QP through a loopback
- * RTR to itself).  QP numbers are exchanged out of band through the file
+ * RTR to itself).  With --enable-index the odd rank moves its two extra
+ * QPs to its partner to RTR in the other order than the partner does.  QP numbers are exchanged out of band through the file
  * all ranks map (--shm; the original used a socket or MPI).  Rank and size
  * come from the launcher (EMUNIC_RANK, EMUNIC_SIZE, as set by emunic-run).
  *
@@ -34,13 +35,19 @@
  * first checks that a task list over two management QPs refused for room
  * posts nothing (span_overflow), that enable counts follow libmlx5's
  * index arithmetic (index_check), and that a receive on a MANAGED_RECV QP
- * waits for its RECV_ENABLE (recv_enable_check).
+ * waits for its RECV_ENABLE (recv_enable_check).  --allreduce ROUNDS runs
+ * the barrier's schedule as an allreduce with IBV_EXP_SEND_WITH_CALC
+ * (allreduce_once) for every op x type of libmlx5's calc table, and
+ * MINLOC as cc_pingpong did MIN (MAXLOC on negated values), ROUNDS times
+ * each, comparing the result with the host's fold; --errors then also
+ * checks the calc refusals (calc_flows).
  *
  * Exit: 0 pass, 1 a violation or a bad flow not refused as expected,
  * 2 usage, 3 a verbs_exp call failed, 77 no cross-channel capability.
  */
 #include <infiniband/verbs_exp.h>
 
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -55,9 +62,12 @@
 
 #define MAX_STEPS 16
 #define SLOT_X MAX_STEPS		/* the QP-number table's slots: qp[k] at k, then */
-#define SLOT_Y (MAX_STEPS + 1)		/* xqp and yqp */
-#define NSLOTS (MAX_STEPS + 2)
+#define SLOT_Y (MAX_STEPS + 1)		/* xqp and yqp, then */
+#define SLOT_A (MAX_STEPS + 2)		/* aqp[k] at SLOT_A + k */
+#define NSLOTS (2 * MAX_STEPS + 2)
 #define RECV_WINDOW 16
+#define OPND 16				/* a calc operand: BE value, BE id (cc_pingpong's packing) */
+#define ASLOTS (1 + 2 * MAX_STEPS)	/* --allreduce: x, then per step what arrives, twice */
 
 struct ctx {
 	int rank, size, steps;
@@ -72,6 +82,11 @@ struct ctx {
 	struct ibv_qp *yqp;
 	uint64_t xbuf[4];		/* [0]: what is sent; [1..3]: what arrives */
 	struct ibv_mr *xmr;
+	struct ibv_cq *arcq[MAX_STEPS];	/* --allreduce: a pair per step, 2 gather entries */
+	struct ibv_qp *aqp[MAX_STEPS];
+	unsigned char abuf[ASLOTS][OPND] __attribute__((aligned(16)));
+	struct ibv_mr *amr;
+	struct ibv_exp_device_calc_cap calc;
 	_Atomic uint64_t *ctr;		/* --shm: the rounds' counter, then */
 	_Atomic uint32_t *qpn;		/* every rank's QP numbers, NSLOTS a rank */
 };
@@ -97,7 +112,7 @@ static struct ibv_cq *make_cq(struct ctx *c, int cross_channel, int ignore_overr
 	return cq;
 }
 
-static struct ibv_qp *make_qp(struct ctx *c, struct ibv_cq *scq, struct ibv_cq *rcq, uint32_t flags)
+static struct ibv_qp *make_qp_sge(struct ctx *c, struct ibv_cq *scq, struct ibv_cq *rcq, uint32_t flags, uint32_t sge)
 {
 	struct ibv_exp_qp_init_attr a;
 	struct ibv_qp *qp;
@@ -106,7 +121,8 @@ static struct ibv_qp *make_qp(struct ctx *c, struct ibv_cq *scq, struct ibv_cq *
 	a.send_cq = scq;
 	a.recv_cq = rcq;
 	a.cap.max_send_wr = a.cap.max_recv_wr = 256;
-	a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+	a.cap.max_send_sge = sge;
+	a.cap.max_recv_sge = 1;
 	a.qp_type = IBV_QPT_RC;
 	a.comp_mask = IBV_EXP_QP_INIT_ATTR_PD | IBV_EXP_QP_INIT_ATTR_CREATE_FLAGS;
 	a.pd = c->pd;
@@ -114,6 +130,11 @@ static struct ibv_qp *make_qp(struct ctx *c, struct ibv_cq *scq, struct ibv_cq *
 	if (!(qp = ibv_exp_create_qp(c->ibctx, &a)))
 		die(c, "ibv_exp_create_qp", errno);
 	return qp;
+}
+
+static struct ibv_qp *make_qp(struct ctx *c, struct ibv_cq *scq, struct ibv_cq *rcq, uint32_t flags)
+{
+	return make_qp_sge(c, scq, rcq, flags, 1);
 }
 
 static void post_recvs(struct ctx *c, struct ibv_qp *qp, int n)
@@ -127,12 +148,23 @@ static void post_recvs(struct ctx *c, struct ibv_qp *qp, int n)
 	}
 }
 
-/* INIT, then the partner's QP number (out of band, through --shm), RTR
- * and RTS, as an RC connection is made with verbs.  peer < 0: a management
- * QP, connected to itself. */
-static void rc_connect(struct ctx *c, struct ibv_qp *qp, int peer, int slot)
+/* INIT, and the QP's number out for the partner (out of band, through
+ * --shm), as an RC connection is begun with verbs. */
+static void rc_publish(struct ctx *c, struct ibv_qp *qp, int peer, int slot)
 {
 	struct ibv_qp_attr init = { .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1 };
+	int r;
+
+	if ((r = ibv_modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)))
+		die(c, "ibv_modify_qp to INIT", r);
+	if (peer >= 0)
+		atomic_store(&c->qpn[c->rank * NSLOTS + slot], qp->qp_num);
+}
+
+/* The partner's QP number, then RTR and RTS.  peer < 0: a management QP,
+ * connected to itself. */
+static void rc_finish(struct ctx *c, struct ibv_qp *qp, int peer, int slot)
+{
 	struct ibv_qp_attr rtr = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .max_dest_rd_atomic = 1,
 				   .min_rnr_timer = 12, .ah_attr = { .port_num = 1 } };
 	struct ibv_qp_attr rts = { .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7,
@@ -140,12 +172,9 @@ static void rc_connect(struct ctx *c, struct ibv_qp *qp, int peer, int slot)
 	time_t t0 = time(NULL);
 	int r;
 
-	if ((r = ibv_modify_qp(qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)))
-		die(c, "ibv_modify_qp to INIT", r);
 	if (peer < 0) {
 		rtr.dest_qp_num = qp->qp_num;
 	} else {
-		atomic_store(&c->qpn[c->rank * NSLOTS + slot], qp->qp_num);
 		while (!(rtr.dest_qp_num = atomic_load(&c->qpn[peer * NSLOTS + slot])) && time(NULL) - t0 < 30)
 			usleep(1000);
 		if (!rtr.dest_qp_num)
@@ -159,11 +188,18 @@ static void rc_connect(struct ctx *c, struct ibv_qp *qp, int peer, int slot)
 		die(c, "ibv_modify_qp to RTS", r);
 }
 
-static void setup(struct ctx *c, int index_check)
+static void rc_connect(struct ctx *c, struct ibv_qp *qp, int peer, int slot)
+{
+	rc_publish(c, qp, peer, slot);
+	rc_finish(c, qp, peer, slot);
+}
+
+static void setup(struct ctx *c, int index_check, int allreduce)
 {
 	struct ibv_device **devs = ibv_get_device_list(NULL);
 	const char *want = getenv("EMUNIC_DEVICE");
-	struct ibv_exp_device_attr da = { .comp_mask = IBV_EXP_DEVICE_ATTR_EXP_CAP_FLAGS };
+	struct ibv_exp_device_attr da = { .comp_mask = IBV_EXP_DEVICE_ATTR_EXP_CAP_FLAGS |
+							IBV_EXP_DEVICE_ATTR_CALC_CAP };
 	int i = 0;
 
 	if (!devs || !devs[0])
@@ -180,6 +216,12 @@ static void setup(struct ctx *c, int index_check)
 		printf("emunic-exp-barrier: rank %d: no cross-channel capability\n", c->rank);
 		exit(77);
 	}
+	if (da.comp_mask & IBV_EXP_DEVICE_ATTR_CALC_CAP)
+		c->calc = da.calc_cap;
+	if (allreduce && !(c->calc.int_ops & 1ull << IBV_EXP_CALC_OP_ADD)) {
+		printf("emunic-exp-barrier: rank %d: no calc capability\n", c->rank);
+		exit(77);
+	}
 	c->mcq = make_cq(c, 1, 0);
 	c->scq = make_cq(c, 0, 1);
 	c->ncq = make_cq(c, 0, 1);
@@ -190,17 +232,28 @@ static void setup(struct ctx *c, int index_check)
 		c->rcq[k] = make_cq(c, 1, 1);
 		c->qp[k] = make_qp(c, c->scq, c->rcq[k],
 				   IBV_EXP_QP_CREATE_CROSS_CHANNEL | IBV_EXP_QP_CREATE_MANAGED_SEND);
-		rc_connect(c, c->qp[k], c->rank ^ (1 << k), k);
+		/* Receives posted in INIT, before the partner can send. */
+		rc_publish(c, c->qp[k], c->rank ^ (1 << k), k);
 		post_recvs(c, c->qp[k], RECV_WINDOW);
+		rc_finish(c, c->qp[k], c->rank ^ (1 << k), k);
 	}
 	if (index_check && c->steps) {
 		c->xcq = make_cq(c, 1, 0);
 		c->xqp = make_qp(c, c->scq, c->xcq, IBV_EXP_QP_CREATE_CROSS_CHANNEL | IBV_EXP_QP_CREATE_MANAGED_SEND);
-		rc_connect(c, c->xqp, c->rank ^ 1, SLOT_X);
 		c->mqp2 = make_qp(c, c->mcq, c->mcq, IBV_EXP_QP_CREATE_CROSS_CHANNEL);
 		c->ycq = make_cq(c, 1, 0);
 		c->yqp = make_qp(c, c->scq, c->ycq, IBV_EXP_QP_CREATE_CROSS_CHANNEL | IBV_EXP_QP_CREATE_MANAGED_RECV);
-		rc_connect(c, c->yqp, c->rank ^ 1, SLOT_Y);
+		rc_publish(c, c->xqp, c->rank ^ 1, SLOT_X);
+		rc_publish(c, c->yqp, c->rank ^ 1, SLOT_Y);
+		/* The odd rank moves its two QPs to RTR in the other order:
+		 * verbs connects the QPs the numbers name, whatever the order,
+		 * and so must the shim (a pairing by order would cross them:
+		 * index_check's sends would meet the MANAGED_RECV QP). */
+		rc_finish(c, c->rank & 1 ? c->yqp : c->xqp, c->rank ^ 1, c->rank & 1 ? SLOT_Y : SLOT_X);
+		rc_finish(c, c->rank & 1 ? c->xqp : c->yqp, c->rank ^ 1, c->rank & 1 ? SLOT_X : SLOT_Y);
+		if (c->rank & 1)
+			printf("emunic-exp-barrier: rank %d: QPs %u and %u moved to RTR in the order opposite to rank "
+			       "%d's\n", c->rank, c->yqp->qp_num, c->xqp->qp_num, c->rank ^ 1);
 		if (!(c->xmr = ibv_reg_mr(c->pd, c->xbuf, sizeof(c->xbuf), IBV_ACCESS_LOCAL_WRITE)))
 			die(c, "ibv_reg_mr", errno);
 		for (int j = 1; j <= 3; j++) {
@@ -211,6 +264,16 @@ static void setup(struct ctx *c, int index_check)
 				die(c, "ibv_post_recv", errno);
 		}
 	}
+	/* --allreduce: per step a pair whose sends may gather two operands
+	 * (one per entry, as cc_pingpong's), their buffer registered. */
+	for (int k = 0; allreduce && k < c->steps; k++) {
+		c->arcq[k] = make_cq(c, 1, 1);
+		c->aqp[k] = make_qp_sge(c, c->scq, c->arcq[k],
+					IBV_EXP_QP_CREATE_CROSS_CHANNEL | IBV_EXP_QP_CREATE_MANAGED_SEND, 2);
+		rc_connect(c, c->aqp[k], c->rank ^ (1 << k), SLOT_A + k);
+	}
+	if (allreduce && !(c->amr = ibv_reg_mr(c->pd, c->abuf, sizeof(c->abuf), IBV_ACCESS_LOCAL_WRITE)))
+		die(c, "ibv_reg_mr", errno);
 }
 
 /* ---- the barrier ------------------------------------------------------------- */
@@ -262,39 +325,38 @@ static void build(const struct ctx *c, struct barrier_list *b)
 		b->task[i].next = &b->task[i + 1];
 }
 
-static void barrier(const struct ctx *c)
+/* Posts a task list and waits (60 s at most) for its one signaled
+ * completion on the management QP's CQ, wr_id `id`. */
+static void run_list(const struct ctx *c, struct ibv_exp_task *task, uint64_t id, const char *what)
 {
-	struct barrier_list b;
 	struct ibv_exp_task *bad = NULL;
 	struct ibv_wc wc;
 	time_t t0 = time(NULL);
 	int r, n;
 
-	if (c->steps == 0)
-		return;
-	build(c, &b);
-	if ((r = ibv_exp_post_task(c->ibctx, b.task, &bad)))
-		die(c, "ibv_exp_post_task", r);
+	if ((r = ibv_exp_post_task(c->ibctx, task, &bad)))
+		die(c, what, r);
 	while ((n = ibv_poll_cq(c->mcq, 1, &wc)) == 0)
 		if (time(NULL) - t0 > 60)
-			die(c, "the barrier's completion", ETIMEDOUT);
-	if (n < 0 || wc.status != IBV_WC_SUCCESS || wc.wr_id != 0xba77u) {
-		fprintf(stderr, "emunic-exp-barrier: rank %d: barrier completed with %s (wr_id 0x%llx)\n", c->rank,
+			die(c, what, ETIMEDOUT);
+	if (n < 0 || wc.status != IBV_WC_SUCCESS || wc.wr_id != id) {
+		fprintf(stderr, "emunic-exp-barrier: rank %d: %s completed with %s (wr_id 0x%llx)\n", c->rank, what,
 			ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id);
 		exit(3);
 	}
 }
 
-/* ---- bad flows: the errors verbs_exp gave ---------------------------------------- */
-
-static int expect(const struct ctx *c, const char *flow, int r, int ok_ptr)
+static void barrier(const struct ctx *c)
 {
-	int good = r == EINVAL && errno == EINVAL && ok_ptr;
+	struct barrier_list b;
 
-	printf("emunic-exp-barrier: rank %d: bad flow %s: %s%s\n", c->rank, flow, r ? strerror(r) : "accepted",
-	       good ? ", as verbs_exp" : ", NOT as verbs_exp (EINVAL and the bad work request)");
-	return good ? 0 : 1;
+	if (c->steps == 0)
+		return;
+	build(c, &b);
+	run_list(c, b.task, 0xba77u, "the barrier");
 }
+
+/* ---- allreduce: the barrier's list carrying calc --------------------------------- */
 
 /* An enable of `count` work requests of `qp`, as a work request. */
 static struct ibv_exp_send_wr enable_wr(int opcode, struct ibv_qp *qp, int count)
@@ -308,6 +370,211 @@ static struct ibv_exp_send_wr enable_wr(int opcode, struct ibv_qp *qp, int count
 	return w;
 }
 
+
+/* The cases: libmlx5's calc table, and MINLOC as cc_pingpong did MIN
+ * (MAXLOC on negated values). */
+enum { AR_MINLOC = IBV_EXP_CALC_OP_NUMBER };
+static const struct ar_case { int op, type; const char *name; } ar_cases[] = {
+	{ IBV_EXP_CALC_OP_ADD, IBV_EXP_CALC_DATA_TYPE_INT, "ADD INT" },
+	{ IBV_EXP_CALC_OP_ADD, IBV_EXP_CALC_DATA_TYPE_UINT, "ADD UINT" },
+	{ IBV_EXP_CALC_OP_ADD, IBV_EXP_CALC_DATA_TYPE_FLOAT, "ADD FLOAT" },
+	{ IBV_EXP_CALC_OP_BAND, IBV_EXP_CALC_DATA_TYPE_INT, "BAND INT" },
+	{ IBV_EXP_CALC_OP_BAND, IBV_EXP_CALC_DATA_TYPE_UINT, "BAND UINT" },
+	{ IBV_EXP_CALC_OP_BAND, IBV_EXP_CALC_DATA_TYPE_FLOAT, "BAND FLOAT" },
+	{ IBV_EXP_CALC_OP_BOR, IBV_EXP_CALC_DATA_TYPE_INT, "BOR INT" },
+	{ IBV_EXP_CALC_OP_BOR, IBV_EXP_CALC_DATA_TYPE_UINT, "BOR UINT" },
+	{ IBV_EXP_CALC_OP_BOR, IBV_EXP_CALC_DATA_TYPE_FLOAT, "BOR FLOAT" },
+	{ IBV_EXP_CALC_OP_BXOR, IBV_EXP_CALC_DATA_TYPE_INT, "BXOR INT" },
+	{ IBV_EXP_CALC_OP_BXOR, IBV_EXP_CALC_DATA_TYPE_UINT, "BXOR UINT" },
+	{ IBV_EXP_CALC_OP_BXOR, IBV_EXP_CALC_DATA_TYPE_FLOAT, "BXOR FLOAT" },
+	{ IBV_EXP_CALC_OP_MAXLOC, IBV_EXP_CALC_DATA_TYPE_UINT, "MAXLOC UINT" },
+	{ AR_MINLOC, IBV_EXP_CALC_DATA_TYPE_UINT, "MINLOC UINT (negated MAXLOC)" },
+};
+#define AR_CASES (int)(sizeof(ar_cases) / sizeof(ar_cases[0]))
+
+static uint64_t be64(uint64_t v) { return htobe64(v); }
+
+/* Rank r's value in case k, round i, as the host holds it (doubles as
+ * their bits); MAXLOC and MINLOC give ties across ranks. */
+static uint64_t ar_value(int k, int r, int i)
+{
+	const struct ar_case *a = &ar_cases[k];
+	double d;
+	uint64_t u;
+
+	if (a->op == IBV_EXP_CALC_OP_MAXLOC)
+		return (uint64_t)((r * 37 + i) % 3);
+	if (a->op == AR_MINLOC)
+		return (uint64_t)((r * 13 + i) % 3 + 1);
+	if (a->op != IBV_EXP_CALC_OP_ADD)		/* bit patterns */
+		return 0x0123456789abcdefull * (uint64_t)(2 * r + 1) ^ (uint64_t)i << (r * 8 % 64);
+	if (a->type == IBV_EXP_CALC_DATA_TYPE_INT)
+		return (uint64_t)((int64_t)(r + 1) * 1000003 * (i + 1) * (r % 2 ? -1 : 1));
+	if (a->type == IBV_EXP_CALC_DATA_TYPE_UINT)
+		return UINT64_MAX - (uint64_t)r * 7 - (uint64_t)i;	/* wraps */
+	d = (r + 1) * 0.5 + i;					/* sums exactly */
+	memcpy(&u, &d, sizeof(u));
+	return u;
+}
+
+/* The host's fold over every rank, as the job should find it: value, and
+ * for MAXLOC/MINLOC the smallest rank holding it. */
+static void ar_expect(int k, int size, int i, uint64_t *v, uint64_t *id)
+{
+	const struct ar_case *a = &ar_cases[k];
+	double sum = 0, d;
+
+	*v = ar_value(k, 0, i);
+	*id = 0;
+	for (int r = 1; r < size; r++) {
+		uint64_t x = ar_value(k, r, i);
+
+		switch (a->op) {
+		case IBV_EXP_CALC_OP_ADD: *v += x; break;	/* FLOAT: below */
+		case IBV_EXP_CALC_OP_BAND: *v &= x; break;
+		case IBV_EXP_CALC_OP_BOR: *v |= x; break;
+		case IBV_EXP_CALC_OP_BXOR: *v ^= x; break;
+		case IBV_EXP_CALC_OP_MAXLOC: if (x > *v) { *v = x; *id = (uint64_t)r; } break;
+		case AR_MINLOC: if (x < *v) { *v = x; *id = (uint64_t)r; } break;
+		}
+	}
+	if (a->op == IBV_EXP_CALC_OP_ADD && a->type == IBV_EXP_CALC_DATA_TYPE_FLOAT) {
+		for (int r = 0; r < size; r++) {
+			uint64_t x = ar_value(k, r, i);
+
+			memcpy(&d, &x, sizeof(d));
+			sum += d;
+		}
+		memcpy(v, &sum, sizeof(*v));
+	}
+	if (a->op != IBV_EXP_CALC_OP_MAXLOC && a->op != AR_MINLOC)
+		*id = 0;
+}
+
+static void sge_at(struct ibv_sge *sg, const struct ctx *c, int slot)
+{
+	*sg = (struct ibv_sge){ (uintptr_t)c->abuf[slot], OPND, c->amr->lkey };
+}
+
+/*
+ * One allreduce: the barrier's schedule, each step twice.  Step k sends
+ * the rank's partial a_k (16 bytes) to rank ^ 2^k, then, once the
+ * partner's a_k is in, a SEND WITH_CALC over [a_k, partner's a_k]: the
+ * HCA reduces as it sends, so the partner receives a_(k+1) and this rank
+ * receives its own a_(k+1) from the partner's calc.  Every reduction is
+ * done by the NIC; the last step's arrival is the result.  a_0 is x (slot
+ * 0); step k's arrivals go to slots 1 + 2k and 2 + 2k (= a_(k+1)).
+ */
+static void allreduce_once(const struct ctx *c, const struct ar_case *a)
+{
+	struct ibv_exp_task task[4 * MAX_STEPS + 1];
+	struct ibv_exp_send_wr snd[2 * MAX_STEPS], mwr[4 * MAX_STEPS];
+	struct ibv_recv_wr rcv[2 * MAX_STEPS];
+	struct ibv_sge sg[5 * MAX_STEPS];	/* per step: the SEND, the calc's two, two receives */
+	int nt = 0, nm = 0;
+
+	memset(snd, 0, sizeof(snd));
+	memset(mwr, 0, sizeof(mwr));
+	memset(rcv, 0, sizeof(rcv));
+	for (int k = 0; k < c->steps; k++) {
+		int acc = k ? 2 * k : 0;	/* a_k: x, or what step k-1's calc brought */
+		struct ibv_sge *g = &sg[5 * k];
+
+		sge_at(&g[0], c, acc);
+		snd[2 * k] = (struct ibv_exp_send_wr){ .wr_id = 0x100u + (uint64_t)k, .sg_list = &g[0],
+						       .num_sge = 1, .exp_opcode = IBV_EXP_WR_SEND };
+		sge_at(&g[1], c, acc);
+		sge_at(&g[2], c, 1 + 2 * k);
+		snd[2 * k + 1] = (struct ibv_exp_send_wr){ .wr_id = 0x200u + (uint64_t)k, .sg_list = &g[1],
+							   .num_sge = 2, .exp_opcode = IBV_EXP_WR_SEND,
+							   .exp_send_flags = IBV_EXP_SEND_WITH_CALC };
+		snd[2 * k + 1].op.calc.calc_op = a->op == AR_MINLOC ? IBV_EXP_CALC_OP_MAXLOC : a->op;
+		snd[2 * k + 1].op.calc.data_type = a->type;
+		snd[2 * k + 1].op.calc.data_size = IBV_EXP_CALC_DATA_SIZE_64_BIT;
+		snd[2 * k].next = &snd[2 * k + 1];
+		task_of(&task[nt++], c->aqp[k], &snd[2 * k], NULL);
+		/* The partner's a_k lands in slot 1 + 2k, the calc's second
+		 * operand; then a_(k+1) from the partner's calc in 2 + 2k. */
+		for (int j = 0; j < 2; j++) {
+			sge_at(&g[3 + j], c, 1 + 2 * k + j);
+			rcv[2 * k + j] = (struct ibv_recv_wr){ .wr_id = 0x300u + (uint64_t)(2 * k + j),
+							       .sg_list = &g[3 + j], .num_sge = 1 };
+		}
+		rcv[2 * k].next = &rcv[2 * k + 1];
+		task[nt].task_type = IBV_EXP_TASK_RECV;
+		task[nt].item.qp = c->aqp[k];
+		task[nt++].item.recv_wr = &rcv[2 * k];
+		for (int j = 0; j < 2; j++) {
+			mwr[nm] = enable_wr(IBV_EXP_WR_SEND_ENABLE, c->aqp[k], 1);
+			mwr[nm].exp_send_flags = IBV_EXP_SEND_WAIT_EN_LAST;
+			mwr[nm].next = &mwr[nm + 1];
+			nm++;
+			mwr[nm].exp_opcode = IBV_EXP_WR_CQE_WAIT;
+			mwr[nm].exp_send_flags = IBV_EXP_SEND_WAIT_EN_LAST;
+			mwr[nm].task.cqe_wait.cq = c->arcq[k];
+			mwr[nm].task.cqe_wait.cq_count = 1;
+			mwr[nm].next = &mwr[nm + 1];
+			nm++;
+		}
+	}
+	mwr[nm - 1].next = NULL;
+	mwr[nm - 1].wr_id = 0xa11u;
+	mwr[nm - 1].exp_send_flags |= IBV_EXP_SEND_SIGNALED;
+	task_of(&task[nt], c->mqp, &mwr[0], NULL);
+	for (int i = 0; i < nt; i++)
+		task[i].next = &task[i + 1];
+	run_list(c, task, 0xa11u, "the allreduce");
+}
+
+/* Every case, `rounds` times: packed as cc_pingpong packs (big-endian;
+ * MINLOC negated, unpacked negated back), reduced by the job's NICs, and
+ * compared bit for bit with the host's fold.  Returns the wrong ones. */
+static int allreduce_check(struct ctx *c, int rounds)
+{
+	int wrong = 0;
+
+	for (int i = 0; i < rounds; i++)
+		for (int k = 0; k < AR_CASES; k++) {
+			const struct ar_case *a = &ar_cases[k];
+			uint64_t x = ar_value(k, c->rank, i), v, id, want, want_id;
+
+			memset(c->abuf, 0xee, sizeof(c->abuf));	/* stale operands would show */
+			v = a->op == AR_MINLOC ? (uint64_t)0 - x : x;
+			memcpy(c->abuf[0], &(uint64_t){ be64(v) }, 8);
+			memcpy(c->abuf[0] + 8, &(uint64_t){ be64((uint64_t)c->rank) }, 8);
+			allreduce_once(c, a);
+			memcpy(&v, c->abuf[2 * c->steps], 8);
+			memcpy(&id, c->abuf[2 * c->steps] + 8, 8);
+			v = be64toh(v);
+			id = be64toh(id);
+			if (a->op == AR_MINLOC)
+				v = (uint64_t)0 - v;
+			ar_expect(k, c->size, i, &want, &want_id);
+			if (v != want || id != want_id) {
+				if (wrong++ < 5)
+					printf("emunic-exp-barrier: rank %d: allreduce %s, round %d: got %016llx id %llu, "
+					       "want %016llx id %llu\n", c->rank, a->name, i, (unsigned long long)v,
+					       (unsigned long long)id, (unsigned long long)want,
+					       (unsigned long long)want_id);
+			}
+		}
+	printf("emunic-exp-barrier: rank %d: allreduce: %d calc cases x %d rounds, %d wrong; calc caps int 0x%llx "
+	       "uint 0x%llx fp 0x%llx\n", c->rank, AR_CASES, rounds, wrong, (unsigned long long)c->calc.int_ops,
+	       (unsigned long long)c->calc.uint_ops, (unsigned long long)c->calc.fp_ops);
+	return wrong ? 1 : 0;
+}
+
+/* ---- bad flows: the errors verbs_exp gave ---------------------------------------- */
+
+static int expect(const struct ctx *c, const char *flow, int r, int ok_ptr)
+{
+	int good = r == EINVAL && errno == EINVAL && ok_ptr;
+
+	printf("emunic-exp-barrier: rank %d: bad flow %s: %s%s\n", c->rank, flow, r ? strerror(r) : "accepted",
+	       good ? ", as verbs_exp" : ", NOT as verbs_exp (EINVAL and the bad work request)");
+	return good ? 0 : 1;
+}
+
 /* One work request posted on `on` that verbs_exp refused. */
 static int bad_post(const struct ctx *c, const char *flow, struct ibv_qp *on, struct ibv_exp_send_wr *w)
 {
@@ -315,6 +582,51 @@ static int bad_post(const struct ctx *c, const char *flow, struct ibv_qp *on, st
 	int r = ibv_exp_post_send(on, w, &bad_wr);
 
 	return expect(c, flow, r, bad_wr == w);
+}
+
+/* A refusal the shim documents beyond what libmlx5 checked. */
+static int expect_shim(const struct ctx *c, const char *flow, int r, int ok_ptr)
+{
+	int good = r == EINVAL && errno == EINVAL && ok_ptr;
+
+	printf("emunic-exp-barrier: rank %d: bad flow %s: %s%s\n", c->rank, flow, r ? strerror(r) : "accepted",
+	       good ? ", as the shim documents" : ", NOT as the shim documents (EINVAL and the bad work request)");
+	return good ? 0 : 1;
+}
+
+/* A SEND WITH_CALC on `on` over `len` bytes of operands: EINVAL. */
+static int bad_calc(const struct ctx *c, const char *flow, struct ibv_qp *on, int op, int type, uint32_t len,
+		    int libmlx5)
+{
+	static unsigned char opnd[4 * OPND] __attribute__((aligned(16)));
+	struct ibv_sge sg = { (uintptr_t)opnd, len, 0 };
+	struct ibv_exp_send_wr w = { .sg_list = &sg, .num_sge = 1, .exp_opcode = IBV_EXP_WR_SEND,
+				     .exp_send_flags = IBV_EXP_SEND_WITH_CALC }, *bad_wr = NULL;
+	int r;
+
+	w.op.calc.calc_op = op;
+	w.op.calc.data_type = type;
+	w.op.calc.data_size = IBV_EXP_CALC_DATA_SIZE_64_BIT;
+	r = ibv_exp_post_send(on, &w, &bad_wr);
+	return libmlx5 ? expect(c, flow, r, bad_wr == &w) : expect_shim(c, flow, r, bad_wr == &w);
+}
+
+/* calc: what libmlx5 refused (MAXLOC on INT is not in its table; calc on a
+ * QP not created CROSS_CHANNEL), and the shim's own limits (whole 16-byte
+ * operands, at most two). */
+static int calc_flows(const struct ctx *c)
+{
+	int fails = 0;
+
+	fails += bad_calc(c, "calc-maxloc-on-int", c->qp[0], IBV_EXP_CALC_OP_MAXLOC, IBV_EXP_CALC_DATA_TYPE_INT,
+			  OPND, 1);
+	fails += bad_calc(c, "calc-on-non-cross-channel-qp", c->pqp, IBV_EXP_CALC_OP_ADD,
+			  IBV_EXP_CALC_DATA_TYPE_INT, OPND, 1);
+	fails += bad_calc(c, "calc-partial-operand", c->qp[0], IBV_EXP_CALC_OP_ADD, IBV_EXP_CALC_DATA_TYPE_INT,
+			  OPND + 8, 0);
+	fails += bad_calc(c, "calc-three-operands", c->qp[0], IBV_EXP_CALC_OP_ADD, IBV_EXP_CALC_DATA_TYPE_INT,
+			  3 * OPND, 0);
+	return fails;
 }
 
 static int bad_flows(const struct ctx *c)
@@ -358,7 +670,7 @@ static int bad_flows(const struct ctx *c)
 	/* RECV_ENABLE naming a QP created MANAGED_SEND but not MANAGED_RECV. */
 	w = enable_wr(IBV_EXP_WR_RECV_ENABLE, c->qp[0], 1);
 	fails += bad_post(c, "recv-enable-on-unmanaged-recv", c->mqp, &w);
-	return fails;
+	return fails + calc_flows(c);
 }
 
 /* A standard verbs call on the shim's objects ends as the shim documents
@@ -382,6 +694,12 @@ static int verbs_calls(struct ctx *c)
 	/* RESET to RTR: the kernel's ib_modify_qp_is_ok refused it. */
 	fails += expect_call(c, "ibv_modify_qp", ibv_modify_qp(c->pqp, &a, IBV_QP_STATE | IBV_QP_DEST_QPN), EINVAL);
 	fails += expect_call(c, "ibv_req_notify_cq", ibv_req_notify_cq(c->ncq, 0), EOPNOTSUPP);
+	/* A receive in RESET (verbs takes them from INIT on). */
+	{
+		struct ibv_recv_wr rwr = { .wr_id = 1 }, *rbad = NULL;
+
+		fails += expect_call(c, "ibv_post_recv-in-reset", ibv_post_recv(qp, &rwr, &rbad), EINVAL);
+	}
 	/* RTR naming a QP number no rank of the job has. */
 	{
 		struct ibv_qp_attr init = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
@@ -584,9 +902,10 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "rounds", required_argument, 0, 'r' }, { "skew-us", required_argument, 0, 's' },
 		{ "shm", required_argument, 0, 'm' }, { "errors", no_argument, 0, 'e' },
-		{ "no-barrier", no_argument, 0, 'n' }, { "enable-index", no_argument, 0, 'i' }, { 0, 0, 0, 0 } };
-	struct ctx c = { .rank = -1 };
-	int rounds = 300, skew = 100, errors = 0, nobar = 0, index = 0, fails = 0, opt;
+		{ "no-barrier", no_argument, 0, 'n' }, { "enable-index", no_argument, 0, 'i' },
+		{ "allreduce", required_argument, 0, 'a' }, { 0, 0, 0, 0 } };
+	static struct ctx c = { .rank = -1 };
+	int rounds = 300, skew = 100, errors = 0, nobar = 0, index = 0, fails = 0, allreduce = 0, opt;
 	uint64_t violations = 0;
 	const char *shm = NULL;
 
@@ -598,12 +917,13 @@ int main(int argc, char **argv)
 		case 'e': errors = 1; break;
 		case 'n': nobar = 1; break;
 		case 'i': index = 1; break;
+		case 'a': allreduce = atoi(optarg); break;
 		default: return 2;
 		}
 	}
 	if (!shm || !getenv("EMUNIC_RANK") || !getenv("EMUNIC_SIZE")) {
 		fprintf(stderr, "usage: emunic-run -n N emunic-exp-barrier --shm FILE [--rounds N] [--skew-us N] "
-			"[--errors] [--enable-index] [--no-barrier]\n  FILE: new and empty (mktemp), mapped by every "
+			"[--errors] [--enable-index] [--allreduce ROUNDS] [--no-barrier]\n  FILE: new and empty (mktemp), mapped by every "
 			"rank: the rounds' counter and the QP numbers\n");
 		return 2;
 	}
@@ -616,7 +936,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	shared_map(&c, shm);
-	setup(&c, index);
+	setup(&c, index, allreduce > 0);
 	if (errors) {
 		fails = bad_flows(&c);
 		fails += verbs_calls(&c);
@@ -626,6 +946,8 @@ int main(int argc, char **argv)
 		fails += index_check(&c);
 		fails += recv_enable_check(&c);
 	}
+	if (allreduce > 0 && c.steps)
+		fails += allreduce_check(&c, allreduce);
 	srand((unsigned)(c.rank * 7919 + 1));
 	barrier(&c);	/* every rank is set up */
 	for (int i = 0; i < rounds; i++) {

@@ -267,9 +267,11 @@ int ibv_exp_post_task(struct ibv_context *context, struct ibv_exp_task *task,
 
 /* Optional: connects qp to rank peer (emunic-run's or PMIx's ranks) in
  * one call, as ibv_modify_qp to INIT, RTR and RTS does with the peer's QP
- * number, without the exchange of QP numbers.  Both ranks connect their QPs
- * to each other in the same order.  A cross-channel QP used only as a
- * management QP needs no connection. */
+ * number, without the exchange of QP numbers.  With no numbers to go by,
+ * QPs connected this way pair by order: both ranks connect their QPs to
+ * each other in the same order, and both this way (ibv_modify_qp pairs by
+ * the numbers).  A cross-channel QP used only as a management QP needs no
+ * connection. */
 int emunic_exp_connect(struct ibv_qp *qp, int peer);
 /* What ibv_destroy_qp / ibv_destroy_cq do on the shim's objects (at exit
  * the shim destroys what is left and closes its emunic device). */
