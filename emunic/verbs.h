@@ -90,7 +90,7 @@ void emunic_qp_opts_default(struct emunic_qp_opts *o);
 struct emunic_conn_hello {
 	uint32_t magic;
 	int32_t rank;
-	int32_t index;		/* the k-th QP between the two ranks */
+	int32_t index;		/* the k-th QP between the two ranks, or 1 << 30 | its pair key */
 	uint32_t flags;		/* EMUNIC_HELLO_* */
 	/* Reconnection (emunic/cm/reconnect.c): the connection being made,
 	 * the sender's last ones that came up and that it joined, and how many

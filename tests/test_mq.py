@@ -29,8 +29,8 @@ CHECKS = {
     "post_lists": "emunic_mq_post_lists posts its lists to their MQs as one unit: a refused one (EINVAL, "
                   "ENOSPC for an MQ's room over its lists) posts nothing of any; a valid pair runs",
     "pair_key": "QPs made with a pair key connect to the peer's QP of the same key, whatever the order "
-                "(keys 7, 9 on one rank, 9, 7 on the other); a key in use is EEXIST, 2^30 or with "
-                "ON_DEMAND EINVAL",
+                "(7, none, 9 on one rank, none, 9, 7 on the other; the unkeyed pair by order); a key in use "
+                "is EEXIST, free again once its QP is destroyed; 2^30 or with ON_DEMAND EINVAL",
 }
 
 

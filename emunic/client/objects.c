@@ -92,11 +92,13 @@ static bool qp_attr_ok(const struct emunic_dev *d, const struct emunic_qp_attr *
 	       a->pair_key < NIC_QP_KEYED && !(a->pair_key && (a->flags & EMUNIC_QP_ON_DEMAND));
 }
 
-/* A live QP to peer made with this key (post_lock). */
+/* A QP to peer made with this key that the engine still has (post_lock):
+ * the key is free again only once a destroy took the QP out of the
+ * engine's lists (gone), so the engine never finds two with one key. */
 static bool key_in_use(const struct emunic_dev *d, int peer, int index)
 {
 	for (const struct emunic_qp *qp = d->keyed; qp; qp = qp->keyed_next)
-		if (qp->peer == peer && qp->index == index && !atomic_load(&qp->o.dead))
+		if (qp->peer == peer && qp->index == index && !atomic_load(&qp->o.gone))
 			return true;
 	return false;
 }
@@ -226,9 +228,10 @@ int emunic_qp_wait_connected(struct emunic_qp *qp, int timeout_ms)
 	struct emunic_word *w = &qp->word;
 
 	if (nic_wait(qp->o.dev, &w, 1, settled, qp, timeout_ms))
-		return emunic_err(-ETIMEDOUT, "peer %d qp #%d: not connected after %d ms (is the peer creating its QP "
-				  "to this rank?)", qp->peer, qp->index, timeout_ms);
+		return emunic_err(-ETIMEDOUT, "peer %d qp " NIC_QP_FMT ": not connected after %d ms (is the peer "
+				  "creating its QP to this rank?)", qp->peer, NIC_QP_ARG(qp), timeout_ms);
 	if (atomic_load(&qp->state) == QP_ERROR && !atomic_load(&qp->was_up))
-		return emunic_err(-ECONNREFUSED, "peer %d qp #%d: connection failed", qp->peer, qp->index);
+		return emunic_err(-ECONNREFUSED, "peer %d qp " NIC_QP_FMT ": connection failed", qp->peer,
+				  NIC_QP_ARG(qp));
 	return 0;
 }

@@ -147,7 +147,8 @@ static struct rdma_cm_id *on_rejected(struct emunic_dev *d, struct emunic_qp *qp
 	}
 	if (rc_attempt_failed(qp, ours && (h->flags & EMUNIC_HELLO_GONE), "the peer refused"))
 		return NULL;
-	nic_notice(d, "peer %d qp #%d: connection refused (reject status %d)", qp->peer, qp->index, ev->status);
+	nic_notice(d, "peer %d qp " NIC_QP_FMT ": connection refused (reject status %d)", qp->peer, NIC_QP_ARG(qp),
+		   ev->status);
 	conn_qp_failed(qp, "the peer refused the connection");
 	return NULL;
 }
@@ -202,8 +203,8 @@ static void connect_refused(struct emunic_dev *d, struct emunic_qp *qp, int e)
 		conn_qp_failed(qp, why);
 		return;
 	}
-	nic_notice(d, "peer %d qp #%d: %s; connecting again from a new port (%u of %u)", qp->peer, qp->index, why,
-		   c->first_tries, FIRST_TRIES);
+	nic_notice(d, "peer %d qp " NIC_QP_FMT ": %s; connecting again from a new port (%u of %u)", qp->peer,
+		   NIC_QP_ARG(qp), why, c->first_tries, FIRST_TRIES);
 	rc_bury_id(qp);		/* inside its event: destroyed later */
 	nic_qp_drop_unconnected(d, qp);
 	conn_start(d, qp);

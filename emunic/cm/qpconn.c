@@ -103,8 +103,8 @@ int conn_create_vqp(struct emunic_dev *d, struct emunic_qp *qp)
 	}
 	r = emunic_shim_create_qp(&d->v->shim, d->v->pd, &ia, &qp->vqp);
 	if (r)
-		return emunic_err(r, "peer %d qp #%d: creating its verbs QP failed (%s)", qp->peer, qp->index,
-				  strerror(-r));
+		return emunic_err(r, "peer %d qp " NIC_QP_FMT ": creating its verbs QP failed (%s)", qp->peer,
+				  NIC_QP_ARG(qp), strerror(-r));
 	atomic_store(&qp->qpn, qp->vqp->qp_num);
 	return 0;
 }

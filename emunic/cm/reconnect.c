@@ -96,8 +96,8 @@ static void give_up(struct emunic_qp *qp, const char *why)
 	struct qp_conn *c = conn_of(qp);
 	struct emunic_dev *d = qp->o.dev;
 
-	nic_notice(d, "peer %d qp #%d: reconnecting failed (%s): its work fails with %s", qp->peer, qp->index, why,
-		   emunic_wc_status_str(c->status));
+	nic_notice(d, "peer %d qp " NIC_QP_FMT ": reconnecting failed (%s): its work fails with %s", qp->peer,
+		   NIC_QP_ARG(qp), why, emunic_wc_status_str(c->status));
 	c->left = 0;
 	conn_set(qp, CONN_FAILED);
 	nic_qp_give_up(qp, c->status);
@@ -168,7 +168,8 @@ bool rc_attempt_failed(struct emunic_qp *qp, bool gone, const char *why)
 		give_up(qp, why);
 		return true;
 	}
-	nic_notice(qp->o.dev, "peer %d qp #%d: reconnecting: %s; trying again", qp->peer, qp->index, why);
+	nic_notice(qp->o.dev, "peer %d qp " NIC_QP_FMT ": reconnecting: %s; trying again", qp->peer, NIC_QP_ARG(qp),
+		   why);
 	c->next_try_ns = emunic_now_ns() + RETRY_NS;
 	return true;
 }
@@ -228,7 +229,7 @@ void conn_qp_failed(struct emunic_qp *qp, const char *why)
 		nic_qp_failed(d, qp, IBV_WC_RETRY_EXC_ERR, NIC_QPF_DISCONNECT, why);
 		return;
 	}
-	nic_notice(d, "peer %d qp #%d: connection failed: %s", qp->peer, qp->index, why);
+	nic_notice(d, "peer %d qp " NIC_QP_FMT ": connection failed: %s", qp->peer, NIC_QP_ARG(qp), why);
 	conn_set(qp, CONN_FAILED);
 	nic_qp_flush_unposted(qp, EMUNIC_WC_RETRY_EXC_ERR);
 }

@@ -84,7 +84,7 @@ static void attach(struct emunic_dev *d, struct obj *o)
 		return;		/* not a QP, or one made for a request (events.c) */
 	qp->conn = calloc(1, sizeof(*qp->conn));
 	if (!qp->conn) {
-		nic_notice(d, "peer %d qp #%d: no memory for its connection", qp->peer, qp->index);
+		nic_notice(d, "peer %d qp " NIC_QP_FMT ": no memory for its connection", qp->peer, NIC_QP_ARG(qp));
 		nic_qp_set_state(qp, QP_ERROR);
 		return;
 	}

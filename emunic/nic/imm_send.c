@@ -43,14 +43,14 @@ int nic_imm_slots_init(struct emunic_dev *d, struct emunic_qp *qp)
 		return 0;
 	qp->imm_slots = calloc(qp->attr.depth, sizeof(*qp->imm_slots));
 	if (!qp->imm_slots)
-		return emunic_err(-ENOMEM, "peer %d qp #%d: no memory for %zu bytes of immediate-data slots",
-				  qp->peer, qp->index, len);
+		return emunic_err(-ENOMEM, "peer %d qp " NIC_QP_FMT ": no memory for %zu bytes of immediate-data slots",
+				  qp->peer, NIC_QP_ARG(qp), len);
 	r = emunic_shim_reg_mr(&d->v->shim, d->v->pd, qp->imm_slots, len, IBV_ACCESS_LOCAL_WRITE, &qp->imm_mr);
 	if (r) {
 		free(qp->imm_slots);
 		qp->imm_slots = NULL;
-		return emunic_err(r, "peer %d qp #%d: registering its %zu bytes of immediate-data slots on %s "
-				  "failed (%s)", qp->peer, qp->index, len, d->v->name, strerror(-r));
+		return emunic_err(r, "peer %d qp " NIC_QP_FMT ": registering its %zu bytes of immediate-data slots "
+				  "on %s failed (%s)", qp->peer, NIC_QP_ARG(qp), len, d->v->name, strerror(-r));
 	}
 	return 0;
 }

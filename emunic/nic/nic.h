@@ -158,6 +158,9 @@ struct nic_imm_msg {
 
 /* A QP index that is a pair key (emunic_qp_attr.pair_key), never a count. */
 #define NIC_QP_KEYED (1 << 30)
+/* How messages name a QP to its peer: "#k" (the k-th) or "key K". */
+#define NIC_QP_FMT "%s%d"
+#define NIC_QP_ARG(qp) ((qp)->index & NIC_QP_KEYED ? "key " : "#"), ((qp)->index & ~NIC_QP_KEYED)
 
 struct emunic_qp {
 	struct obj o;

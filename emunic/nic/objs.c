@@ -122,11 +122,14 @@ int nic_obj_destroy(struct obj *o, const char *what)
 	struct emunic_word w = { 0 }, *wp = &w;
 	int r;
 
-	if (!o || atomic_exchange(&o->dead, true))
+	if (!o)
 		return emunic_err(-EINVAL, "%s_destroy: not a live %s", what, what);
 	d = o->dev;
+	/* Before marking it dead: a refused destroy leaves the object live. */
 	if (nic_owned(d))
 		return emunic_err(-EINVAL, "%s_destroy: not from an event handler", what);
+	if (atomic_exchange(&o->dead, true))
+		return emunic_err(-EINVAL, "%s_destroy: not a live %s", what, what);
 	if (nic_send_cmd(d, NIC_CMD_OBJ_DESTROY, (uint8_t)o->kind, o->handle, 0))
 		return -EIO;
 	if (o->kind == OBJ_QP)

@@ -210,7 +210,8 @@ struct emunic_qp_attr {
 	unsigned depth;			/* work requests in flight each way (0: 256) */
 	/* 0: paired by order (below).  Else, below 2^30: paired with the
 	 * peer's QP made with the same key, whatever the order (a key in use
-	 * to that peer is -EEXIST; not with EMUNIC_QP_ON_DEMAND). */
+	 * to that peer is -EEXIST, free again once emunic_qp_destroy of its
+	 * QP returned 0; not with EMUNIC_QP_ON_DEMAND). */
 	unsigned pair_key;
 	int rnr_retry;			/* 0..7, 7 = forever; < 0: default 7 */
 	int retry_cnt;			/* 0..7; < 0: default 7 */

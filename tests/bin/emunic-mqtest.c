@@ -491,14 +491,16 @@ static void t_unsupported(void)
 	sync_ranks();
 }
 
-/* pair_key: QPs pair by key, not by order.  Rank 0 makes keys 7 then 9,
- * rank 1 makes 9 then 7; what rank 0 sends on key K must arrive on rank
- * 1's key K.  A key in use to that peer is -EEXIST; one of 2^30 or more,
+/* pair_key: QPs pair by key, not by order.  Rank 0 makes key 7, an
+ * unkeyed QP, key 9; rank 1 makes an unkeyed QP, key 9, key 7.  What rank
+ * 0 sends on each must arrive on rank 1's QP of the same key (the unkeyed
+ * pair by order, keyed QPs not counted).  A key in use to that peer is
+ * -EEXIST, and free again once its QP is destroyed; one of 2^30 or more,
  * or a key with EMUNIC_QP_ON_DEMAND, is -EINVAL. */
 static void t_pair_key(void)
 {
-	static const unsigned keys[2][2] = { { 7, 9 }, { 9, 7 } };
-	struct emunic_qp *qp[2], *dup;
+	static const unsigned keys[2][3] = { { 7, 0, 9 }, { 0, 9, 7 } };
+	struct emunic_qp *qp[3], *dup;
 	struct emunic_qp_attr a;
 	struct emunic_wc wc;
 
@@ -507,23 +509,27 @@ static void t_pair_key(void)
 	emunic_qp_attr_init(&a);
 	a.send_cq = T->scq;
 	a.recv_cq = T->rcq;
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		a.pair_key = keys[T->rank][i];
 		CHECK(!emunic_qp_create(T->dev, 1 - T->rank, &a, &qp[i]), "qp_create with pair key %u", a.pair_key);
 	}
 	a.pair_key = 7;
 	CHECK(emunic_qp_create(T->dev, 1 - T->rank, &a, &dup) == -EEXIST, "a pair key in use was accepted");
+	a.pair_key = 11;	/* made and destroyed: 11 is free again */
+	CHECK(!emunic_qp_create(T->dev, 1 - T->rank, &a, &dup) && !emunic_qp_destroy(dup), "pair key 11");
+	CHECK(!emunic_qp_create(T->dev, 1 - T->rank, &a, &dup) && !emunic_qp_destroy(dup),
+	      "pair key 11 again, after its QP was destroyed");
 	a.pair_key = 1u << 30;
 	CHECK(emunic_qp_create(T->dev, 1 - T->rank, &a, &dup) == -EINVAL, "pair key 2^30 was accepted");
 	a.pair_key = 5;
 	a.flags = EMUNIC_QP_ON_DEMAND;
 	a.send_cq = a.recv_cq = NULL;
 	CHECK(emunic_qp_create(T->dev, 1 - T->rank, &a, &dup) == -EINVAL, "a pair key with ON_DEMAND was accepted");
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 		CHECK(!emunic_qp_wait_connected(qp[i], 30000), "QP with pair key %u did not connect", keys[T->rank][i]);
 	if (T->rank == 0)
 		sync_ranks();	/* rank 1's receives are up */
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		struct emunic_task t = { .op = T->rank ? EMUNIC_TASK_RECV : EMUNIC_TASK_SEND, .qp = qp[i],
 					 .addr = T->buf + 64 * i, .len = 8, .mr = T->mr, .wr_id = keys[T->rank][i] };
 
@@ -533,12 +539,15 @@ static void t_pair_key(void)
 	}
 	if (T->rank == 1) {
 		sync_ranks();
-		CHECK(await(T->rcq, 2) == 2, "%llu of 2 sends arrived", (unsigned long long)emunic_cq_count(T->rcq));
-		for (int i = 0; i < 2; i++) {
+		CHECK(await(T->rcq, 3) == 3, "%llu of 3 sends arrived", (unsigned long long)emunic_cq_count(T->rcq));
+		for (int i = 0; i < 3; i++) {
 			unsigned got;
+			int slot = 0;
 
 			CHECK(emunic_cq_poll(T->rcq, &wc, 1) == 1 && !wc.status, "receive %d", i);
-			memcpy(&got, T->buf + 64 * (int)(wc.wr_id == keys[1][0] ? 0 : 1), sizeof(got));
+			while (keys[1][slot] != wc.wr_id)
+				slot++;
+			memcpy(&got, T->buf + 64 * slot, sizeof(got));
 			CHECK(got == wc.wr_id, "the QP with pair key %llu received what rank 0 sent on key %u",
 			      (unsigned long long)wc.wr_id, got);
 		}
