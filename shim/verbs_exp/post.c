@@ -186,27 +186,22 @@ static void end(struct vexp_post *p, struct vexp_list *l, int ok)
 
 int vexp_post_early(struct vexp_qp *qp)
 {
-	struct vexp_state *s = vexp_get();
-	unsigned most = emunic_dev_list_tasks(s->dev), n = qp->nearly, done = 0;
-	int r = 0;
+	struct vexp_list l = { .t = qp->early, .n = qp->nearly };
+	int r;
 
-	pthread_mutex_lock(&s->lock);
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < qp->nearly; i++)
 		qp->early[i].qp = qp->qp;
-	while (!r && done < n) {
-		unsigned k = n - done < most ? n - done : most;
-
-		if (!(r = emunic_mq_post(qp->mq, qp->early + done, k)))
-			done += k;
-	}
+	if (!(l.mq = calloc(qp->nearly, sizeof(*l.mq))))
+		return vexp_fail(ENOMEM, "no memory");
+	r = post_runs(&l, qp->mq);	/* all of them or none */
+	free(l.mq);
 	if (r)
-		r = vexp_fail(r == -ENOSPC ? ENOMEM : -r, "ibv_modify_qp on QP %u to RTR: emunic took %u of the %u "
-			      "receives posted in INIT; the rest are dropped", qp->ibv.qp_num, done, n);
+		return vexp_fail(r, "ibv_modify_qp on QP %u to RTR: the %u receives posted in INIT were not taken; "
+				 "the QP stays in INIT with them", qp->ibv.qp_num, qp->nearly);
 	free(qp->early);
 	qp->early = NULL;
 	qp->nearly = 0;
-	pthread_mutex_unlock(&s->lock);
-	return r;
+	return 0;
 }
 
 int ibv_exp_post_send(struct ibv_qp *ibqp, struct ibv_exp_send_wr *wr, struct ibv_exp_send_wr **bad_wr)

@@ -81,7 +81,8 @@ struct ibv_qp *ibv_exp_create_qp(struct ibv_context *context, struct ibv_exp_qp_
 	}
 	qp->create_flags = attr->comp_mask & IBV_EXP_QP_INIT_ATTR_CREATE_FLAGS ? attr->exp_create_flags : 0;
 	qp->sq_sig_all = attr->sq_sig_all;
-	qp->depth = attr->cap.max_send_wr > 256 ? attr->cap.max_send_wr : 256;
+	qp->depth = attr->cap.max_send_wr > attr->cap.max_recv_wr ? attr->cap.max_send_wr : attr->cap.max_recv_wr;
+	qp->depth = qp->depth > 256 ? qp->depth : 256;
 	qp->max_send_sge = attr->cap.max_send_sge ? attr->cap.max_send_sge : 1;
 	qp->max_recv_sge = attr->cap.max_recv_sge ? attr->cap.max_recv_sge : 1;
 	qp->scq = to_vcq(attr->send_cq);
@@ -140,12 +141,18 @@ static int connect_peer(struct vexp_qp *qp, int peer, unsigned key, const char *
 	a.recv_cq = qp->rcq->cq;
 	a.depth = qp->depth;
 	a.pair_key = key;
+	/* One critical section: no post sees the emunic QP before the
+	 * receives posted in INIT are on it, and a refusal undoes the QP. */
 	pthread_mutex_lock(&s->lock);
 	r = -emunic_qp_create(s->dev, peer, &a, &qp->qp);
-	pthread_mutex_unlock(&s->lock);
 	if (r)
-		return vexp_fail(r, "%s: QP %u to rank %d", who, qp->ibv.qp_num, peer);
-	return 0;
+		vexp_fail(r, "%s: QP %u to rank %d", who, qp->ibv.qp_num, peer);
+	else if (qp->nearly && (r = vexp_post_early(qp))) {
+		emunic_qp_destroy(qp->qp);
+		qp->qp = NULL;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return r;
 }
 
 int emunic_exp_connect(struct ibv_qp *ibqp, int peer)
@@ -154,7 +161,7 @@ int emunic_exp_connect(struct ibv_qp *ibqp, int peer)
 
 	if (!ibqp || !vexp_ours(ibqp->context))
 		return vexp_fail(EINVAL, "emunic_exp_connect: not a QP of ibv_exp_create_qp");
-	if ((r = connect_peer(to_vqp(ibqp), peer, 0, "emunic_exp_connect")) || (r = vexp_post_early(to_vqp(ibqp))))
+	if ((r = connect_peer(to_vqp(ibqp), peer, 0, "emunic_exp_connect")))
 		return r;
 	ibqp->state = IBV_QPS_RTS;
 	return 0;
@@ -174,11 +181,13 @@ static int to_rtr(struct vexp_qp *qp, const struct ibv_qp_attr *attr, int mask)
 	uint32_t dest = attr->dest_qp_num, mine, theirs;
 	int peer = (int)(dest >> VEXP_QPN_INDEX_BITS);
 	unsigned key;
-	int r;
 
 	if (!(mask & IBV_QP_DEST_QPN))
 		return vexp_fail(EINVAL, "ibv_modify_qp on QP %u: RTR needs IBV_QP_DEST_QPN (the peer's QP number)",
 				 qp->ibv.qp_num);
+	if (dest == qp->ibv.qp_num && qp->nearly)
+		return vexp_fail(EINVAL, "ibv_modify_qp on QP %u: RTR to itself (a loopback: the shim gives it no data "
+				 "path) with %u receives posted in INIT", qp->ibv.qp_num, qp->nearly);
 	if (dest == qp->ibv.qp_num)
 		return 0;	/* loopback: a management QP, never on the wire */
 	if (!(dest & VEXP_QPN_INDEX_MASK) || peer >= emunic_boot_size(s->boot))
@@ -195,8 +204,7 @@ static int to_rtr(struct vexp_qp *qp, const struct ibv_qp_attr *attr, int mask)
 	theirs = dest & VEXP_QPN_INDEX_MASK;
 	key = emunic_boot_rank(s->boot) < peer ? mine << VEXP_QPN_INDEX_BITS | theirs
 					       : theirs << VEXP_QPN_INDEX_BITS | mine;
-	r = connect_peer(qp, peer, key, "ibv_modify_qp");
-	return r ? r : vexp_post_early(qp);
+	return connect_peer(qp, peer, key, "ibv_modify_qp");
 }
 
 int vexp_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)

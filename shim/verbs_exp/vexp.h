@@ -135,7 +135,9 @@ int vexp_send_wr_task(struct vexp_post *p, struct vexp_qp *qp, const struct ibv_
 int vexp_recv_wr_task(struct vexp_post *p, struct vexp_qp *qp, const struct ibv_recv_wr *wr,
 		      struct emunic_task *t);
 
-/* post.c: the receives posted in INIT, to emunic once the QP is at RTR */
+/* post.c: the receives posted in INIT, to emunic as one unit once the QP
+ * has its emunic QP (state.lock held): 0, or an errno with nothing posted
+ * and the receives still the QP's. */
 int vexp_post_early(struct vexp_qp *qp);
 
 /* qp.c: ibv_modify_qp on a shim QP */

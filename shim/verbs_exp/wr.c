@@ -45,7 +45,10 @@
  * Counters are updated on the post's scratch copies (vexp_wq_tmp) and
  * committed only when the whole post succeeded: a refused post changes
  * nothing (libmlx5 could leave a failed enable's count behind; emunic's rule
- * is stricter).
+ * is stricter).  Two things a refused post may leave are resources, never
+ * state a later post sees: a QP's calc result ring (made, and registered,
+ * at its first calc work request) and its room for receives posted in INIT
+ * (made at the first).
  */
 #include "shim/verbs_exp/vexp.h"
 
@@ -84,24 +87,32 @@ static const char *opname(int op)
 	}
 }
 
-/* The scatter/gather entries as one buffer, registered with emunic (mr.c). */
+/* The scatter/gather entries as one buffer, registered with emunic (mr.c);
+ * empty entries count for nothing. */
 static int sge_of(int num_sge, const struct ibv_sge *sg, unsigned max, struct emunic_task *t)
 {
-	uint64_t end;
+	uint64_t start = 0, end = 0;
+	int first = -1;
 
 	if (num_sge > (int)max)
 		return vexp_fail(ENOMEM, "%d scatter/gather entries; the QP was created with %u", num_sge, max);
-	if (num_sge < 1 || !sg)
-		return 0;
-	end = sg[0].addr + sg[0].length;
-	for (int i = 1; i < num_sge; end += sg[i].length, i++)
-		if (sg[i].length && sg[i].addr != end)
+	for (int i = 0; sg && i < num_sge; i++) {
+		if (!sg[i].length)
+			continue;
+		if (first >= 0 && sg[i].addr != end)
 			return vexp_fail(EOPNOTSUPP, "scatter/gather entry %d does not start where entry %d ends: "
-					 "emunic moves one buffer a work request", i, i - 1);
-	if (end == sg[0].addr)
+					 "emunic moves one buffer a work request", i, first);
+		if (first < 0)
+			start = end = sg[i].addr;
+		first = i;
+		end += sg[i].length;
+		if (end - start > INT32_MAX)
+			return vexp_fail(EINVAL, "scatter/gather entries of more than 2^31 bytes in all");
+	}
+	if (first < 0)
 		return 0;
-	t->addr = (void *)(uintptr_t)sg[0].addr;
-	t->len = (uint32_t)(end - sg[0].addr);
+	t->addr = (void *)(uintptr_t)start;
+	t->len = (uint32_t)(end - start);
 	return vexp_mr_find(t->addr, t->len, &t->mr);
 }
 
@@ -247,17 +258,20 @@ static struct vexp_ring *calc_ring(struct vexp_qp *qp)
  * the gather list, its result sent from the QP's ring. */
 static int calc_task(struct vexp_qp *qp, const struct ibv_exp_send_wr *wr, struct vexp_wq *wq, struct emunic_task *t)
 {
-	static const unsigned char zero[CALC_SLOT];
+	/* The identities of SUM and BXOR: zero, and for doubles -0.0 (+0.0
+	 * would turn a -0.0 operand into +0.0). */
+	static const unsigned char zero[CALC_SLOT], neg_zero[CALC_SLOT] = { 0x80 };
 	const unsigned char *operand[CALC_MAX_OPERANDS];
 	struct vexp_ring *ring;
 	unsigned n = 0;
 	int r;
 
-	if ((r = calc_map(wr, &t->calc_op, &t->calc_type)))
-		return r;
+	/* libmlx5: the entry count (ENOMEM) before the calc table (EINVAL). */
 	if (wr->num_sge > (int)qp->max_send_sge)
 		return vexp_fail(ENOMEM, "%d scatter/gather entries; the QP was created with %u", wr->num_sge,
 				 qp->max_send_sge);
+	if ((r = calc_map(wr, &t->calc_op, &t->calc_type)))
+		return r;
 	for (int i = 0; i < wr->num_sge; i++) {
 		const struct ibv_sge *sg = &wr->sg_list[i];
 
@@ -278,10 +292,14 @@ static int calc_task(struct vexp_qp *qp, const struct ibv_exp_send_wr *wr, struc
 	t->op = EMUNIC_TASK_CALC;
 	t->qp = qp->qp;
 	t->calc_a = operand[0];
-	/* One operand reduces to itself: with zero for SUM and BXOR, with
-	 * itself for the others. */
-	t->calc_b = n == 2 ? operand[1]
-		    : t->calc_op == EMUNIC_CALC_SUM || t->calc_op == EMUNIC_CALC_BXOR ? zero : operand[0];
+	/* One operand reduces to itself: with the identity for SUM and BXOR,
+	 * with itself for the others. */
+	if (n == 2)
+		t->calc_b = operand[1];
+	else if (t->calc_op == EMUNIC_CALC_SUM && t->calc_type == EMUNIC_CALC_BE_DOUBLE)
+		t->calc_b = neg_zero;
+	else
+		t->calc_b = t->calc_op == EMUNIC_CALC_SUM || t->calc_op == EMUNIC_CALC_BXOR ? zero : operand[0];
 	t->addr = ring->slots + (wq->head % ring->cap) * CALC_SLOT;
 	t->len = CALC_SLOT;
 	t->mr = ring->mr;
@@ -375,8 +393,11 @@ int vexp_recv_wr_task(struct vexp_post *p, struct vexp_qp *qp, const struct ibv_
 	/* Verbs takes receives from INIT on; the emunic QP is made at RTR, so
 	 * one posted in INIT waits in the shim (t->qp NULL: post.c keeps it
 	 * aside) and goes to emunic at RTR, before anything posted later. */
-	if (!qp->qp && qp->ibv.state != IBV_QPS_INIT)
+	if (!qp->qp && qp->ibv.state == IBV_QPS_RESET)
 		return vexp_fail(EINVAL, "receive on QP %u in RESET (ibv_modify_qp to INIT first)", qp->ibv.qp_num);
+	if (!qp->qp && qp->ibv.state != IBV_QPS_INIT)
+		return vexp_fail(EINVAL, "receive on QP %u, connected to itself (a loopback: the shim gives it no data "
+				 "path)", qp->ibv.qp_num);
 	if ((r = sge_of(wr->num_sge, wr->sg_list, qp->max_recv_sge, t)))
 		return r;
 	if (!(wq = vexp_wq_tmp(p, qp, 1)))

@@ -537,12 +537,18 @@ static int allreduce_check(struct ctx *c, int rounds)
 		for (int k = 0; k < AR_CASES; k++) {
 			const struct ar_case *a = &ar_cases[k];
 			uint64_t x = ar_value(k, c->rank, i), v, id, want, want_id;
+			unsigned char mine[OPND];
 
 			memset(c->abuf, 0xee, sizeof(c->abuf));	/* stale operands would show */
 			v = a->op == AR_MINLOC ? (uint64_t)0 - x : x;
 			memcpy(c->abuf[0], &(uint64_t){ be64(v) }, 8);
 			memcpy(c->abuf[0] + 8, &(uint64_t){ be64((uint64_t)c->rank) }, 8);
+			memcpy(mine, c->abuf[0], OPND);
 			allreduce_once(c, a);
+			/* The HCA gathered its operands; it never wrote them. */
+			if (memcmp(mine, c->abuf[0], OPND) && wrong++ < 5)
+				printf("emunic-exp-barrier: rank %d: allreduce %s, round %d: its own operand was "
+				       "overwritten\n", c->rank, a->name, i);
 			memcpy(&v, c->abuf[2 * c->steps], 8);
 			memcpy(&id, c->abuf[2 * c->steps] + 8, 8);
 			v = be64toh(v);
@@ -709,6 +715,21 @@ static int verbs_calls(struct ctx *c)
 			die(c, "ibv_modify_qp to INIT", errno);
 		fails += expect_call(c, "ibv_modify_qp-no-such-qp", ibv_modify_qp(qp, &rtr, IBV_QP_STATE |
 											  IBV_QP_DEST_QPN), EINVAL);
+	}
+	/* Receives posted in INIT: RTR to itself (no data path) refuses them;
+	 * destroying the QP frees them. */
+	{
+		struct ibv_qp *lqp = make_qp(c, cq, cq, IBV_EXP_QP_CREATE_CROSS_CHANNEL);
+		struct ibv_qp_attr init = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+		struct ibv_qp_attr rtr = { .qp_state = IBV_QPS_RTR, .dest_qp_num = lqp->qp_num };
+		struct ibv_recv_wr rwr = { .wr_id = 2 }, *rbad = NULL;
+
+		if (ibv_modify_qp(lqp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) ||
+		    ibv_post_recv(lqp, &rwr, &rbad))
+			die(c, "a receive in INIT", errno);
+		fails += expect_call(c, "ibv_modify_qp-loopback-with-receives",
+				     ibv_modify_qp(lqp, &rtr, IBV_QP_STATE | IBV_QP_DEST_QPN), EINVAL);
+		fails += expect_call(c, "ibv_destroy_qp-with-receives-in-init", ibv_destroy_qp(lqp), 0);
 	}
 	fails += expect_call(c, "ibv_destroy_cq-in-use", ibv_destroy_cq(cq), EBUSY);
 	fails += expect_call(c, "ibv_destroy_qp", ibv_destroy_qp(qp), 0);
