@@ -113,6 +113,9 @@ const char *emunic_dev_name(const struct emunic_dev *dev);
 enum emunic_idle emunic_dev_idle(const struct emunic_dev *dev);
 /* The longest task list the device's MQs take (attr.list_tasks, resolved). */
 unsigned emunic_dev_list_tasks(const struct emunic_dev *dev);
+/* Entries of the command ring (attr.ring_entries, resolved): no post of
+ * more tasks than this is ever taken. */
+unsigned emunic_dev_ring_entries(const struct emunic_dev *dev);
 /* What the verbs device underneath can do, read once when it was opened
  * (shim/shim.h, whose EMUNIC_SHIM_CAP_* are the same bits): an engine
  * picks a substitute where a bit is clear. */

@@ -28,7 +28,7 @@ SHIM_FLOWS = ["calc-partial-operand", "calc-three-operands"]
 # how each ends (the renames in verbs_exp.h, shim/verbs_exp/compat.c): done,
 # or the shim's documented error, never a crash in libibverbs.
 CALLS = [("ibv_modify_qp", "Invalid argument"), ("ibv_modify_qp-no-such-qp", "Invalid argument"),
-         ("ibv_post_recv-in-reset", "Invalid argument"),
+         ("ibv_post_recv-in-reset", "Invalid argument"), ("ibv_post_recv-on-loopback", "Invalid argument"),
          ("ibv_modify_qp-loopback-with-receives", "Invalid argument"), ("ibv_destroy_qp-with-receives-in-init", "done"),
          ("ibv_req_notify_cq", "Operation not supported"),
          ("ibv_destroy_cq-in-use", "Device or resource busy"), ("ibv_destroy_qp", "done"),

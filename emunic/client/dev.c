@@ -261,6 +261,7 @@ int emunic_dev_size(const struct emunic_dev *d) { return d->size; }
 const char *emunic_dev_name(const struct emunic_dev *d) { return d->v->name; }
 enum emunic_idle emunic_dev_idle(const struct emunic_dev *d) { return d->idle; }
 unsigned emunic_dev_list_tasks(const struct emunic_dev *d) { return d->attr.list_tasks; }
+unsigned emunic_dev_ring_entries(const struct emunic_dev *d) { return d->cmd.mask + 1u; }
 const char *emunic_dev_lacks(const struct emunic_dev *d, unsigned what) { return emunic_vdev_lacks(d->v, what); }
 
 _Static_assert(EMUNIC_DEV_CAP_ATOMIC == EMUNIC_SHIM_CAP_ATOMIC && EMUNIC_DEV_CAP_WRITE_IMM == EMUNIC_SHIM_CAP_WRITE_IMM &&

@@ -27,8 +27,10 @@
 #include "shim/verbs_exp/vexp.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct vexp_list {
 	struct emunic_task *t;
@@ -121,8 +123,10 @@ static int add_recv(struct vexp_post *p, struct vexp_list *l, struct vexp_qp *qp
 
 /* The list as emunic lists, one per stretch sharing an MQ, each no longer
  * than the device takes, posted as one unit: all of them or none, so a
- * refused post leaves nothing and the shim's counts (end) stay true. */
-static int post_runs(const struct vexp_list *l, struct emunic_mq *dflt)
+ * refused post leaves nothing and the shim's counts (end) stay true.
+ * quiet_full: a full ring or MQ is ENOMEM without a line (a caller that
+ * waits it out says what it gave up on). */
+static int post_runs(const struct vexp_list *l, struct emunic_mq *dflt, bool quiet_full)
 {
 	struct vexp_state *s = vexp_get();
 	unsigned most = emunic_dev_list_tasks(s->dev), i = 0, nr = 0;
@@ -148,6 +152,8 @@ static int post_runs(const struct vexp_list *l, struct emunic_mq *dflt)
 	r = emunic_mq_post_lists(runs, nr, 0);
 	if (runs != stack)
 		free(runs);
+	if (r == -ENOSPC && quiet_full)
+		return ENOMEM;
 	if (r == -ENOSPC)
 		return vexp_fail(ENOMEM, "work queue overflow (emunic's MQ or command ring is full); nothing was "
 				 "posted");
@@ -192,12 +198,18 @@ int vexp_post_early(struct vexp_qp *qp)
 	for (unsigned i = 0; i < qp->nearly; i++)
 		qp->early[i].qp = qp->qp;
 	if (!(l.mq = calloc(qp->nearly, sizeof(*l.mq))))
-		return vexp_fail(ENOMEM, "no memory");
-	r = post_runs(&l, qp->mq);	/* all of them or none */
+		r = vexp_fail(ENOMEM, "no memory");
+	/* All of them or none; a full command ring empties as the engine
+	 * runs (post_runs's refusal let it run), so it is waited out, 2 s. */
+	for (int i = 0; l.mq && (r = post_runs(&l, qp->mq, true)) == ENOMEM && i < 2000; i++)
+		nanosleep(&(struct timespec){ 0, 1000000L }, NULL);
 	free(l.mq);
-	if (r)
+	if (r) {
+		for (unsigned i = 0; i < qp->nearly; i++)
+			qp->early[i].qp = NULL;
 		return vexp_fail(r, "ibv_modify_qp on QP %u to RTR: the %u receives posted in INIT were not taken; "
 				 "the QP stays in INIT with them", qp->ibv.qp_num, qp->nearly);
+	}
 	free(qp->early);
 	qp->early = NULL;
 	qp->nearly = 0;
@@ -218,7 +230,7 @@ int ibv_exp_post_send(struct ibv_qp *ibqp, struct ibv_exp_send_wr *wr, struct ib
 	pthread_mutex_lock(&s->lock);
 	begin(&p);
 	r = add_send(&p, &l, qp, wr, bad_wr);
-	if (!r && l.n && (r = post_runs(&l, qp->mq)) && bad_wr)
+	if (!r && l.n && (r = post_runs(&l, qp->mq, false)) && bad_wr)
 		*bad_wr = wr;
 	end(&p, &l, !r);
 	pthread_mutex_unlock(&s->lock);
@@ -236,7 +248,7 @@ int vexp_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_
 	pthread_mutex_lock(&s->lock);
 	begin(&p);
 	r = add_recv(&p, &l, qp, wr, bad_wr);
-	if (!r && l.n && (r = post_runs(&l, qp->mq)) && bad_wr)
+	if (!r && l.n && (r = post_runs(&l, qp->mq, false)) && bad_wr)
 		*bad_wr = wr;
 	end(&p, &l, !r);
 	pthread_mutex_unlock(&s->lock);
@@ -293,7 +305,7 @@ int ibv_exp_post_task(struct ibv_context *context, struct ibv_exp_task *task, st
 		if (!dflt && !r)
 			dflt = to_vqp(q)->mq;
 	}
-	if (!r && l.n && (r = post_runs(&l, dflt)) && bad_task)
+	if (!r && l.n && (r = post_runs(&l, dflt, false)) && bad_task)
 		*bad_task = task;
 	end(&p, &l, !r);
 	pthread_mutex_unlock(&s->lock);

@@ -125,12 +125,13 @@ struct ibv_qp *ibv_exp_create_qp(struct ibv_context *context, struct ibv_exp_qp_
 }
 
 /* The emunic QP to `peer` behind a shim QP (at RTR); key: emunic's pair
- * key (0: by order). */
+ * key (0: by order).  The caller holds state.lock, so no post sees the
+ * emunic QP before the receives posted in INIT are on it. */
 static int connect_peer(struct vexp_qp *qp, int peer, unsigned key, const char *who)
 {
 	struct vexp_state *s = vexp_get();
 	struct emunic_qp_attr a;
-	int r;
+	int r, e;
 
 	if (qp->qp)
 		return vexp_fail(EINVAL, "%s: QP %u is already connected", who, qp->ibv.qp_num);
@@ -141,17 +142,17 @@ static int connect_peer(struct vexp_qp *qp, int peer, unsigned key, const char *
 	a.recv_cq = qp->rcq->cq;
 	a.depth = qp->depth;
 	a.pair_key = key;
-	/* One critical section: no post sees the emunic QP before the
-	 * receives posted in INIT are on it, and a refusal undoes the QP. */
-	pthread_mutex_lock(&s->lock);
 	r = -emunic_qp_create(s->dev, peer, &a, &qp->qp);
 	if (r)
-		vexp_fail(r, "%s: QP %u to rank %d", who, qp->ibv.qp_num, peer);
-	else if (qp->nearly && (r = vexp_post_early(qp))) {
-		emunic_qp_destroy(qp->qp);
+		return vexp_fail(r, "%s: QP %u to rank %d", who, qp->ibv.qp_num, peer);
+	/* The INIT receives fit the ring (wr.c) and a full ring is waited
+	 * out, so this fails only out of memory; the QP is then taken back
+	 * (its connection may already have begun: the peer's QP can fail). */
+	if (qp->nearly && (r = vexp_post_early(qp))) {
+		if ((e = emunic_qp_destroy(qp->qp)))
+			vexp_fail(-e, "%s: QP %u: taking back its emunic QP", who, qp->ibv.qp_num);
 		qp->qp = NULL;
 	}
-	pthread_mutex_unlock(&s->lock);
 	return r;
 }
 
@@ -161,10 +162,11 @@ int emunic_exp_connect(struct ibv_qp *ibqp, int peer)
 
 	if (!ibqp || !vexp_ours(ibqp->context))
 		return vexp_fail(EINVAL, "emunic_exp_connect: not a QP of ibv_exp_create_qp");
-	if ((r = connect_peer(to_vqp(ibqp), peer, 0, "emunic_exp_connect")))
-		return r;
-	ibqp->state = IBV_QPS_RTS;
-	return 0;
+	pthread_mutex_lock(&vexp_get()->lock);
+	if (!(r = connect_peer(to_vqp(ibqp), peer, 0, "emunic_exp_connect")))
+		ibqp->state = IBV_QPS_RTS;
+	pthread_mutex_unlock(&vexp_get()->lock);
+	return r;
 }
 
 static const char *state_str(int st)
@@ -207,7 +209,9 @@ static int to_rtr(struct vexp_qp *qp, const struct ibv_qp_attr *attr, int mask)
 	return connect_peer(qp, peer, key, "ibv_modify_qp");
 }
 
-int vexp_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
+/* Under state.lock: a receive posted meanwhile sees the state before or
+ * after, never between (to_rtr reads the INIT receives). */
+static int modify_locked(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 {
 	struct vexp_qp *qp = to_vqp(ibqp);
 	int cur = ibqp->state, want, r = 0;
@@ -242,6 +246,17 @@ int vexp_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 bad:
 	return vexp_fail(EINVAL, "ibv_modify_qp on QP %u: %s to %s is not a transition verbs allows", ibqp->qp_num,
 			 state_str(cur), state_str(want));
+}
+
+int vexp_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
+{
+	struct vexp_state *s = vexp_get();
+	int r;
+
+	pthread_mutex_lock(&s->lock);
+	r = modify_locked(ibqp, attr, mask);
+	pthread_mutex_unlock(&s->lock);
+	return r;
 }
 
 int emunic_exp_destroy_qp(struct ibv_qp *ibqp)

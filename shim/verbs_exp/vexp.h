@@ -136,9 +136,16 @@ int vexp_recv_wr_task(struct vexp_post *p, struct vexp_qp *qp, const struct ibv_
 		      struct emunic_task *t);
 
 /* post.c: the receives posted in INIT, to emunic as one unit once the QP
- * has its emunic QP (state.lock held): 0, or an errno with nothing posted
- * and the receives still the QP's. */
+ * has its emunic QP (state.lock held; a full ring waited out, bounded): 0,
+ * or an errno with nothing posted and the receives still the QP's. */
 int vexp_post_early(struct vexp_qp *qp);
+/* How many receives a QP takes in INIT: its depth, at most the ring's. */
+static inline unsigned vexp_early_max(const struct vexp_qp *qp)
+{
+	unsigned ring = emunic_dev_ring_entries(vexp_get()->dev);
+
+	return qp->depth < ring ? qp->depth : ring;
+}
 
 /* qp.c: ibv_modify_qp on a shim QP */
 int vexp_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);

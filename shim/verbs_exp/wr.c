@@ -402,9 +402,11 @@ int vexp_recv_wr_task(struct vexp_post *p, struct vexp_qp *qp, const struct ibv_
 		return r;
 	if (!(wq = vexp_wq_tmp(p, qp, 1)))
 		return vexp_fail(ENOMEM, "no memory");
-	if (!qp->qp && wq->head >= qp->depth)
-		return vexp_fail(ENOMEM, "receive on QP %u: %u posted in INIT, its depth; post the rest after RTR",
-				 qp->ibv.qp_num, qp->depth);
+	/* At RTR they go to emunic as one post: no more than its ring takes. */
+	if (!qp->qp && wq->head >= vexp_early_max(qp))
+		return vexp_fail(ENOMEM, "receive on QP %u: %u posted in INIT, as many as it takes before RTR (its "
+				 "depth, at most emunic's command ring); post the rest after RTR", qp->ibv.qp_num,
+				 vexp_early_max(qp));
 	wq->head++;
 	t->op = EMUNIC_TASK_RECV;
 	t->qp = qp->qp;

@@ -705,6 +705,8 @@ static int verbs_calls(struct ctx *c)
 		struct ibv_recv_wr rwr = { .wr_id = 1 }, *rbad = NULL;
 
 		fails += expect_call(c, "ibv_post_recv-in-reset", ibv_post_recv(qp, &rwr, &rbad), EINVAL);
+		/* The management QP went to RTR through a loopback: no data path. */
+		fails += expect_call(c, "ibv_post_recv-on-loopback", ibv_post_recv(c->mqp, &rwr, &rbad), EINVAL);
 	}
 	/* RTR naming a QP number no rank of the job has. */
 	{
