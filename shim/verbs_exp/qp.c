@@ -31,8 +31,10 @@
  * peer's QPs are not known here); another QP of the same rank is
  * EOPNOTSUPP; ERR, SQD and RESET are not mapped (EOPNOTSUPP: destroy the
  * QP).  Receives are taken from INIT on, as verbs took them: those posted
- * before RTR wait in the shim and go to emunic at RTR, ahead of anything
- * posted later (at most the QP's depth of them).  RTS's timeout and retry counts
+ * before RTR wait in the shim and go to emunic at RTR, as one post in the
+ * step that makes the emunic QP (ibv_modify_qp holds the shim's lock), so
+ * nothing posted later gets ahead of them (at most the QP's depth of them,
+ * and no more than emunic's command ring).  RTS's timeout and retry counts
  * are not applied: emunic's QP is made at RTR, with its defaults (14, 7, 7).
  * emunic_exp_connect(qp, peer) does RTR and RTS in one call.
  */
