@@ -87,6 +87,13 @@ static const char *opname(int op)
 	}
 }
 
+/* libmlx5's "max gs exceeded". */
+static int sge_count(int num_sge, unsigned max)
+{
+	return num_sge > (int)max ? vexp_fail(ENOMEM, "%d scatter/gather entries; the QP was created with %u",
+					      num_sge, max) : 0;
+}
+
 /* The scatter/gather entries as one buffer, registered with emunic (mr.c);
  * empty entries count for nothing. */
 static int sge_of(int num_sge, const struct ibv_sge *sg, unsigned max, struct emunic_task *t)
@@ -94,8 +101,8 @@ static int sge_of(int num_sge, const struct ibv_sge *sg, unsigned max, struct em
 	uint64_t start = 0, end = 0;
 	int first = -1;
 
-	if (num_sge > (int)max)
-		return vexp_fail(ENOMEM, "%d scatter/gather entries; the QP was created with %u", num_sge, max);
+	if (sge_count(num_sge, max))
+		return ENOMEM;
 	for (int i = 0; sg && i < num_sge; i++) {
 		if (!sg[i].length)
 			continue;
@@ -267,9 +274,8 @@ static int calc_task(struct vexp_qp *qp, const struct ibv_exp_send_wr *wr, struc
 	int r;
 
 	/* libmlx5: the entry count (ENOMEM) before the calc table (EINVAL). */
-	if (wr->num_sge > (int)qp->max_send_sge)
-		return vexp_fail(ENOMEM, "%d scatter/gather entries; the QP was created with %u", wr->num_sge,
-				 qp->max_send_sge);
+	if ((r = sge_count(wr->num_sge, qp->max_send_sge)))
+		return r;
 	if ((r = calc_map(wr, &t->calc_op, &t->calc_type)))
 		return r;
 	for (int i = 0; i < wr->num_sge; i++) {
@@ -315,27 +321,23 @@ static int send_task(struct vexp_post *p, struct vexp_qp *qp, const struct ibv_e
 	if (!qp->qp)
 		return vexp_fail(EINVAL, "SEND on QP %u, not at RTR yet (ibv_modify_qp to RTR, or emunic_exp_connect)",
 				 qp->ibv.qp_num);
-	if (wr->exp_send_flags & IBV_EXP_SEND_WITH_CALC) {
-		if (!(wq = vexp_wq_tmp(p, qp, 0)))
-			return vexp_fail(ENOMEM, "no memory");
-		if ((r = calc_task(qp, wr, wq, t)))
-			return r;
-		wq->head++;
-		return 0;
-	}
-	if ((r = sge_of(wr->num_sge, wr->sg_list, qp->max_send_sge, t)))
-		return r;
-	/* Inline data was copied into the WQE at post time; emunic reads the
-	 * buffer when the send runs, possibly much later on a managed QP. */
-	if ((wr->exp_send_flags & IBV_EXP_SEND_INLINE) && t->len)
-		return vexp_fail(EOPNOTSUPP, "IBV_EXP_SEND_INLINE with data: emunic reads the buffer when the "
-				 "send runs; post it without INLINE and keep the buffer until it completes");
 	if (!(wq = vexp_wq_tmp(p, qp, 0)))
 		return vexp_fail(ENOMEM, "no memory");
-	wq->head++;
-	t->op = EMUNIC_TASK_SEND;
-	t->qp = qp->qp;
-	return 0;
+	if (wr->exp_send_flags & IBV_EXP_SEND_WITH_CALC) {
+		r = calc_task(qp, wr, wq, t);
+	} else if (!(r = sge_of(wr->num_sge, wr->sg_list, qp->max_send_sge, t))) {
+		/* Inline data was copied into the WQE at post time; emunic
+		 * reads the buffer when the send runs, possibly much later on
+		 * a managed QP. */
+		if ((wr->exp_send_flags & IBV_EXP_SEND_INLINE) && t->len)
+			return vexp_fail(EOPNOTSUPP, "IBV_EXP_SEND_INLINE with data: emunic reads the buffer when "
+					 "the send runs; post it without INLINE and keep the buffer until it completes");
+		t->op = EMUNIC_TASK_SEND;
+		t->qp = qp->qp;
+	}
+	if (!r)
+		wq->head++;	/* the calc's result slot is taken */
+	return r;
 }
 
 int vexp_send_wr_task(struct vexp_post *p, struct vexp_qp *qp, const struct ibv_exp_send_wr *wr,
