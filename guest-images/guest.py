@@ -345,6 +345,13 @@ def info(boot_timeout):
     return rc
 
 
+def said_timeout(rc, name, timeout):
+    """The guest's agent runs a job under timeout(1): its 124 says so."""
+    if rc == 124:
+        print("guest.py: %s: the command did not finish within %d s (--timeout) and was killed; "
+              "exit 124" % (name, timeout), file=sys.stderr)
+
+
 def run_two(shell, cwd, a):
     pair = GuestPair(boot_timeout=a.boot_timeout)
     try:
@@ -359,6 +366,7 @@ def run_two(shell, cwd, a):
         for g, j in zip(pair.guests, jobs):
             r, out = g.wait(j)
             sys.stdout.write("".join("[%s] %s\n" % (g.name, l) for l in out.splitlines()))
+            said_timeout(r, g.name, a.timeout)
             rcs.append(r)
         return max(rcs)
     finally:
@@ -372,6 +380,7 @@ def run_one(shell, cwd, a):
         print(boot_line(g, ", guest uptime %s s, rxe0 %s" % (g.info.get("uptime"), g.info.get("state"))),
               file=sys.stderr)
         rc, _ = g.run(shell, a.timeout, cwd, stream=sys.stdout)
+        said_timeout(rc, g.name, a.timeout)
         return rc
     finally:
         g.shutdown()

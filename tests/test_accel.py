@@ -76,8 +76,8 @@ def test_real_kvm_is_chosen_after_a_probe_boot_then_cached(tmp_path, host):
 def test_no_evidence_means_tcg_without_a_probe(tmp_path, host, why):
     p = Probe()
     c = choose(make_root(tmp_path, **host), tmp_path, probe=p)
-    assert (c.accel, c.cpu, p.calls) == ("tcg", "max", 0)
-    assert c.qemu_args() == ["-accel", "tcg,thread=multi", "-cpu", "max"]
+    assert (c.accel, c.cpu, p.calls) == ("tcg", "qemu64,+ssse3,+sse4.1,+sse4.2,+popcnt", 0)
+    assert c.qemu_args() == ["-accel", "tcg,thread=multi", "-cpu", "qemu64,+ssse3,+sse4.1,+sse4.2,+popcnt"]
     assert why in c.reason
     assert c.reason.endswith(", using TCG") and "\n" not in c.reason   # one line saying why
 

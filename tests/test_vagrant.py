@@ -30,8 +30,10 @@ from conftest import ROOT
 VAGRANTFILE = os.path.join(ROOT, "Vagrantfile")
 PROVISION = os.path.join(ROOT, "scripts", "provision.sh")
 # The guests' build directory: in the work tree, the one place both guests
-# can write and see.  What --guest builds there:
-GUEST_BUILD = os.path.join(ROOT, "build", "provision-guest")
+# can write and see; the tree's own build/ (the script's default outside
+# --guest), which `make test` has just built, so neither the host nor a guest
+# compiles anything again.  What --guest builds there:
+GUEST_BUILD = os.path.join(ROOT, "build")
 GUEST_TARGETS = ["emunic-run", "emunic-datapath", "emunic-allreduce"]
 
 needs_vagrant = pytest.mark.skipif(shutil.which("vagrant") is None,
