@@ -63,6 +63,21 @@ def test_mq_barrier_under_skew(rxe, n, signal, conn):
     assert s["qps"] == (partners if conn == "sparse" else n - 1), out
 
 
+def test_lists_posted_whole_and_a_bad_setting(rxe):
+    """EMUNIC_COLL_PREPARED=0: each barrier posts its list whole (every
+    check each time) instead of starting the list prepared at its first
+    (emunic_mq_prepare / emunic_mq_start, the default, which every other run
+    here uses); as right either way.  Anything but 0 or 1 fails the
+    create, naming the variable."""
+    out = run_ctest(rxe, "EMUNIC_COLL_PREPARED=0 " + barrier_cmd(
+        5, "--impl mq --signal write_imm --rounds 300 --skew-us %d" % SKEW), timeout=360)
+    s = summary(out)
+    assert (s["ranks"], s["rounds"], s["violations"]) == (5, 300, 0), out
+    rc, out = rxe.run("EMUNIC_COLL_PREPARED=yes " + barrier_cmd(2, "--impl mq --rounds 5", timeout=60), timeout=120)
+    assert rc != 0, out
+    assert "coll: barrier: EMUNIC_COLL_PREPARED='yes' is not 0 or 1" in out, out
+
+
 @pytest.mark.parametrize("impl", ["mq", "ptp"])
 def test_one_rank(rxe, impl):
     """A job of one: every barrier and ibarrier completes at once."""

@@ -31,6 +31,9 @@ CHECKS = {
     "pair_key": "QPs made with a pair key connect to the peer's QP of the same key, whatever the order "
                 "(7, none, 9 on one rank, none, 9, 7 on the other; the unkeyed pair by order); a key in use "
                 "is EEXIST, free again once its QP is destroyed; 2^30 or with ON_DEMAND EINVAL",
+    "prepared": "a prepared list (emunic_mq_prepare) is refused at prepare only by checks that do not depend "
+                "on earlier posts; each start posts it with its wr_ids moved; a start that enables more than "
+                "was posted, or whose MR was destroyed, is EINVAL and posts nothing",
 }
 
 
@@ -61,6 +64,12 @@ def test_mq_rule(rxe, check):
     out = run_ctest(rxe, "%s/emunic-run -n 2 -t 60 %s/emunic-mqtest %s" % (BIN, BIN, check), timeout=90,
                     what=CHECKS[check])
     assert "emunic-mqtest: %s: PASS" % check in out, out
+    if check == "prepared":     # each refused start says which task and why
+        assert re.search(r"task 0 of the list \(SEND_EN, wr_id 1001\): enables more work requests than were "
+                         r"posted; nothing was posted", out), out
+        assert re.search(r"task 0 of the list \(SEND, wr_id 4\): its memory region was destroyed since the list "
+                         r"was prepared; nothing was posted", out), out
+        assert "task 0 of the list (RECV_EN, wr_id 1001): the QP was not created MANAGED_RECV" in out, out
 
 
 def test_a_pinned_core_is_handed_a_start_s_wait(rxe):

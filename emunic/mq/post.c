@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define POST_STACK 16		/* posts this short need no allocation */
 
@@ -36,6 +37,7 @@ struct post {
 	struct nic_cmd *buf;	/* commands built aside (no room in the ring), or NULL */
 	struct shadow *sh;
 	unsigned nsh;
+	bool prepare;		/* checks that do not depend on the counters only */
 };
 
 static struct shadow *shadow_of(struct post *p, void *obj, bool *fresh)
@@ -88,9 +90,6 @@ static struct shadow *qp_shadow(struct post *p, struct emunic_qp *qp)
 
 static int check_data(struct post *p, unsigned i, const struct emunic_task *t, bool qp_live, struct nic_cmd *c)
 {
-	bool recv = t->op == EMUNIC_TASK_RECV;
-	struct shadow *s;
-
 	if (!qp_live)
 		return bad(p, i, t, "its QP is not a live QP of this device");
 	if (t->len && (!t->mr || !nic_obj_alive(p->d, &t->mr->o, OBJ_MR)))
@@ -110,11 +109,76 @@ static int check_data(struct post *p, unsigned i, const struct emunic_task *t, b
 	}
 	c->obj = t->qp->o.handle;
 	c->lkey = t->len ? t->mr->mr->lkey : 0;
-	s = qp_shadow(p, t->qp);
-	if (recv ? !nic_fifo_room(&t->qp->rq, ++s->a2 - t->qp->rq_posted)
-		 : !nic_fifo_room(&t->qp->sq, ++s->a - t->qp->sq_posted))
+	return 0;
+}
+
+/* ---- the counter rules: what depends on what was posted before ---------------- */
+
+/* One more work request on its queue, with room for it. */
+static int count_data(struct post *p, const struct emunic_task *t)
+{
+	struct shadow *s = qp_shadow(p, t->qp);
+
+	if (t->op == EMUNIC_TASK_RECV ? !nic_fifo_room(&t->qp->rq, ++s->a2 - t->qp->rq_posted)
+				      : !nic_fifo_room(&t->qp->sq, ++s->a - t->qp->sq_posted))
 		return -ENOSPC;
 	return 0;
+}
+
+/* An enable's target: everything posted so far (count 0), or count more
+ * than the last enable's, never more than was posted. */
+static int count_enable(struct post *p, unsigned i, const struct emunic_task *t, struct nic_cmd *c)
+{
+	bool snd = t->op == EMUNIC_TASK_SEND_EN;
+	struct shadow *s = qp_shadow(p, t->qp);
+	uint64_t *posted = snd ? &s->a : &s->a2, *claimed = snd ? &s->b : &s->b2;
+
+	if (t->count == 0) {
+		*claimed = *posted;
+	} else if (*claimed + t->count > *posted) {
+		emunic_err(-EINVAL, "peer %d: %s(%u) but only %llu posted and not yet enabled", t->qp->peer,
+			   emunic_task_op_str(t->op), t->count, (unsigned long long)(*posted - *claimed));
+		return bad(p, i, t, "enables more work requests than were posted");
+	} else {
+		*claimed += t->count;
+	}
+	c->target = *claimed;
+	return 0;
+}
+
+/* As libmlx5 did: target = base + n; the base moves by the largest count
+ * of the group on WAIT_EN_LAST. */
+static void count_wait(struct post *p, const struct emunic_task *t, struct nic_cmd *c)
+{
+	bool fresh;
+	struct shadow *s = shadow_of(p, t->cq, &fresh);
+
+	if (fresh) {
+		s->a = t->cq->wait_index;
+		s->b = t->cq->wait_count;
+	}
+	c->target = s->a + t->count;
+	if (t->count > s->b)
+		s->b = t->count;
+	if (t->flags & EMUNIC_TASK_WAIT_EN_LAST) {
+		s->a += s->b;
+		s->b = 0;
+	}
+}
+
+static int count_task(struct post *p, unsigned i, const struct emunic_task *t, struct nic_cmd *c)
+{
+	switch (t->op) {
+	case EMUNIC_TASK_SEND_EN: case EMUNIC_TASK_RECV_EN:
+		return count_enable(p, i, t, c);
+	case EMUNIC_TASK_WAIT:
+		count_wait(p, t, c);
+		return 0;
+	case EMUNIC_TASK_CALC:
+		return t->qp ? count_data(p, t) : 0;
+	default:
+		return count_data(p, t);
+	}
 }
 
 /* CALC: a defined op x type pair over whole elements; with a QP it is a
@@ -146,52 +210,20 @@ static int check_calc(struct post *p, unsigned i, const struct emunic_task *t, b
 static int check_enable(struct post *p, unsigned i, const struct emunic_task *t, bool qp_live, struct nic_cmd *c)
 {
 	bool snd = t->op == EMUNIC_TASK_SEND_EN;
-	uint64_t *posted, *claimed;
-	struct shadow *s;
 
 	if (!qp_live)
 		return bad(p, i, t, "its QP is not a live QP of this device");
 	if (!(t->qp->attr.flags & (snd ? EMUNIC_QP_MANAGED_SEND : EMUNIC_QP_MANAGED_RECV)))
 		return bad(p, i, t, snd ? "the QP was not created MANAGED_SEND" : "the QP was not created MANAGED_RECV");
-	s = qp_shadow(p, t->qp);
-	posted = snd ? &s->a : &s->a2;
-	claimed = snd ? &s->b : &s->b2;
-	if (t->count == 0) {
-		*claimed = *posted;	/* everything posted so far */
-	} else if (*claimed + t->count > *posted) {
-		emunic_err(-EINVAL, "peer %d: %s(%u) but only %llu posted and not yet enabled", t->qp->peer,
-			   emunic_task_op_str(t->op), t->count, (unsigned long long)(*posted - *claimed));
-		return bad(p, i, t, "enables more work requests than were posted");
-	} else {
-		*claimed += t->count;
-	}
 	c->obj = t->qp->o.handle;
-	c->target = *claimed;
 	return 0;
 }
 
 static int check_wait(struct post *p, unsigned i, const struct emunic_task *t, struct nic_cmd *c)
 {
-	struct shadow *s;
-	bool fresh;
-
 	if (!t->cq || !nic_obj_alive(p->d, &t->cq->o, OBJ_CQ))
 		return bad(p, i, t, "its CQ is not a live CQ of this device");
-	s = shadow_of(p, t->cq, &fresh);
-	if (fresh) {
-		s->a = t->cq->wait_index;
-		s->b = t->cq->wait_count;
-	}
-	/* As libmlx5 did: target = base + n; the base moves by the largest
-	 * count of the group on WAIT_EN_LAST. */
 	c->obj = t->cq->o.handle;
-	c->target = s->a + t->count;
-	if (t->count > s->b)
-		s->b = t->count;
-	if (t->flags & EMUNIC_TASK_WAIT_EN_LAST) {
-		s->a += s->b;
-		s->b = 0;
-	}
 	return 0;
 }
 
@@ -244,9 +276,11 @@ static int check(struct post *p)
 		default:
 			return bad(p, i, t, "unknown opcode");
 		}
-		if (r)
+		if (r || (!p->prepare && (r = count_task(p, i, t, c))))
 			return r;
 	}
+	if (p->prepare)
+		return 0;
 	if (p->nlists > 1) {	/* the MQ's room counts all its lists */
 		bool fresh;
 
@@ -276,7 +310,8 @@ static void commit_list(struct post *p)
 	for (unsigned i = 0; i < l->n; i++) {
 		const struct emunic_task *t = &l->tasks[i];
 
-		EMUNIC_TL(TL_TASK_POSTED, TL_TRACK_MQ, NIC_HANDLE_INDEX(mq->o.handle), -1, t->wr_id, t->op, i);
+		EMUNIC_TL(TL_TASK_POSTED, TL_TRACK_MQ, NIC_HANDLE_INDEX(mq->o.handle), -1,
+			  cmd_at(p->d, NULL, p->base + i)->wr_id, t->op, i);
 		if (t->op == EMUNIC_TASK_WAIT) {
 			uint64_t target = cmd_at(p->d, NULL, p->base + i)->target;
 
@@ -351,6 +386,16 @@ static int precheck(const struct emunic_mq_list *lists, unsigned nlists, unsigne
 	return 0;
 }
 
+/* After the post lock: the engine runs what was posted. */
+static int posted(struct emunic_dev *d, int r, unsigned flags)
+{
+	if (!r)
+		nic_submitted(d, flags & EMUNIC_POST_WAIT_NEXT);
+	else if (r == -ENOSPC)
+		nic_poll_assist(d);	/* room held by completions not yet polled: a retry finds it */
+	return r;
+}
+
 static int post(const struct emunic_mq_list *lists, unsigned nlists, unsigned flags)
 {
 	struct shadow sstack[POST_STACK + 1];
@@ -386,11 +431,7 @@ static int post(const struct emunic_mq_list *lists, unsigned nlists, unsigned fl
 	pthread_mutex_unlock(&p.d->post_lock);
 	if (p.sh != sstack)
 		free(p.sh);
-	if (!r)
-		nic_submitted(p.d, flags & EMUNIC_POST_WAIT_NEXT);
-	else if (r == -ENOSPC)
-		nic_poll_assist(p.d);	/* room held by completions not yet polled: a retry finds it */
-	return r;
+	return posted(p.d, r, flags);
 }
 
 int emunic_mq_post_lists(const struct emunic_mq_list *lists, unsigned nlists, unsigned flags)
@@ -411,4 +452,155 @@ int emunic_mq_post_flags(struct emunic_mq *mq, const struct emunic_task *tasks, 
 int emunic_mq_post(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned n)
 {
 	return emunic_mq_post_flags(mq, tasks, n, 0);
+}
+
+/* ---- prepared lists: checked once, started many times ---------------------------
+ *
+ * As MPI-4's persistent collectives (MPI_Barrier_init, then MPI_Start): a
+ * list posted again and again with the same tasks is checked and built into
+ * commands once.  A start then does only what depends on what was posted
+ * before it (the counter rules above, count_task: enables, WAIT bases,
+ * room) and that each object the list names is still alive. */
+
+struct emunic_mq_prepared {
+	struct emunic_mq *mq;
+	unsigned n, nobj;
+	uint64_t ctl;			/* tasks on the MQ's own queue */
+	struct emunic_task *tasks;	/* a copy: the counter rules and messages read it */
+	struct nic_cmd *cmd;		/* the commands; a start sets targets and wr_ids */
+	struct obj **obj;		/* each object the tasks use, once */
+	unsigned *obj_task;		/* ... the first task that uses it */
+};
+
+void emunic_mq_prepared_free(struct emunic_mq_prepared *pl)
+{
+	if (!pl)
+		return;
+	free(pl->tasks);
+	free(pl->cmd);
+	free(pl->obj);
+	free(pl->obj_task);
+	free(pl);
+}
+
+static void use_obj(struct emunic_mq_prepared *pl, struct obj *o, unsigned i)
+{
+	for (unsigned k = 0; k < pl->nobj; k++)
+		if (pl->obj[k] == o)
+			return;
+	pl->obj[pl->nobj] = o;
+	pl->obj_task[pl->nobj++] = i;
+}
+
+/* The objects a task uses (as check() finds them): its QP where it has one
+ * (not a WAIT, not a CALC on the MQ), its buffer's MR, a WAIT's CQ. */
+static void use_objs(struct emunic_mq_prepared *pl, unsigned i)
+{
+	const struct emunic_task *t = &pl->tasks[i];
+
+	if (t->op == EMUNIC_TASK_WAIT) {
+		use_obj(pl, &t->cq->o, i);
+		return;
+	}
+	if (t->qp)
+		use_obj(pl, &t->qp->o, i);
+	if (t->len && t->mr && !on_mq(t))
+		use_obj(pl, &t->mr->o, i);
+}
+
+int emunic_mq_prepare(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned n,
+		      struct emunic_mq_prepared **out)
+{
+	struct emunic_mq_list l = { .mq = mq, .tasks = tasks, .n = n };
+	struct post p = { .lists = &l, .nlists = 1, .prepare = true };
+	struct emunic_mq_prepared *pl;
+	size_t total;
+	int r;
+
+	if (!out)
+		return emunic_err(-EINVAL, "emunic_mq_prepare: out is NULL");
+	*out = NULL;
+	if ((r = precheck(&l, 1, 0, &total)))
+		return r;
+	pl = calloc(1, sizeof(*pl));
+	if (!pl || !(pl->tasks = malloc(n * sizeof(*pl->tasks))) || !(pl->cmd = malloc(n * sizeof(*pl->cmd))) ||
+	    !(pl->obj = malloc(2 * n * sizeof(*pl->obj))) || !(pl->obj_task = malloc(2 * n * sizeof(*pl->obj_task)))) {
+		emunic_mq_prepared_free(pl);
+		return -ENOMEM;
+	}
+	memcpy(pl->tasks, tasks, n * sizeof(*tasks));
+	l.tasks = pl->tasks;
+	pl->mq = mq;
+	pl->n = n;
+	p.d = mq->o.dev;
+	p.buf = pl->cmd;
+	pthread_mutex_lock(&p.d->post_lock);
+	r = check(&p);
+	pthread_mutex_unlock(&p.d->post_lock);
+	if (r) {
+		emunic_mq_prepared_free(pl);
+		return r;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		pl->ctl += on_mq(&pl->tasks[i]);
+		use_objs(pl, i);
+	}
+	*out = pl;
+	return 0;
+}
+
+static const char *obj_noun(const struct obj *o)
+{
+	return o->kind == OBJ_QP ? "its QP" : o->kind == OBJ_CQ ? "its CQ" : "its memory region";
+}
+
+int emunic_mq_start(struct emunic_mq_prepared *pl, uint64_t wr_id_add, unsigned flags)
+{
+	struct shadow sstack[POST_STACK + 1];
+	struct emunic_mq_list l;
+	struct post p = { .lists = &l, .nlists = 1, .sh = sstack };
+	struct nic_cmd aside;
+	char why[96];
+	bool room;
+	int r = 0;
+
+	if (!pl)
+		return emunic_err(-EINVAL, "emunic_mq_start: no prepared list");
+	if (flags & ~EMUNIC_POST_WAIT_NEXT)
+		return emunic_err(-EINVAL, "mq %p: unknown post flags 0x%x; nothing was posted", (void *)pl->mq,
+				  flags & ~EMUNIC_POST_WAIT_NEXT);
+	l = (struct emunic_mq_list){ .mq = pl->mq, .tasks = pl->tasks, .n = pl->n };
+	p.d = pl->mq->o.dev;
+	if (pl->n + 1 > POST_STACK + 1 && !(p.sh = malloc((pl->n + 1) * sizeof(*p.sh))))
+		return -ENOMEM;
+	pthread_mutex_lock(&p.d->post_lock);
+	if (atomic_load(&pl->mq->o.dead))
+		r = emunic_err(-EINVAL, "mq %p: destroyed since the list was prepared; nothing was posted",
+			       (void *)pl->mq);
+	for (unsigned k = 0; !r && k < pl->nobj; k++)
+		if (atomic_load(&pl->obj[k]->dead)) {
+			snprintf(why, sizeof(why), "%s was destroyed since the list was prepared", obj_noun(pl->obj[k]));
+			r = bad(&p, pl->obj_task[k], &pl->tasks[pl->obj_task[k]], why);
+		}
+	/* No room in the ring: the counter rules still run (a start that
+	 * breaks one is -EINVAL whatever the ring holds), aside. */
+	room = emunic_ring_space(&p.d->cmd) >= pl->n;
+	for (unsigned i = 0; !r && i < pl->n; i++) {
+		struct nic_cmd *c = room ? cmd_at(p.d, NULL, i) : &aside;
+
+		*c = pl->cmd[i];
+		c->wr_id += wr_id_add;
+		r = count_task(&p, i, &pl->tasks[i], c);
+	}
+	if (!r && (!room || !nic_fifo_room(&pl->mq->q, pl->ctl)))
+		r = -ENOSPC;
+	if (!r) {
+		commit_list(&p);
+		commit_shadows(&p);
+		emunic_ring_publish(&p.d->cmd, pl->n);
+	}
+	pthread_mutex_unlock(&p.d->post_lock);
+	if (p.sh != sstack)
+		free(p.sh);
+	return posted(p.d, r, flags);
 }

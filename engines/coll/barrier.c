@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Tasks in one barrier's list: a RECV and a WAIT per wait step, a data task
  * and a SEND_EN per send step. */
@@ -35,47 +36,56 @@ static unsigned list_len(const struct emunic_coll *c)
 	return n;
 }
 
+#define PREPARED_ENV "EMUNIC_COLL_PREPARED"
+
 static int barrier_setup(struct emunic_coll *c)
 {
+	const char *e = getenv(PREPARED_ENV);
 	int r = coll_rd_setup(c);
 
 	if (r)
 		return r;
+	/* 0: each barrier posts its list whole, every check each time (to
+	 * measure what preparing saves: emunic-bench instr). */
+	if (e && strcmp(e, "0") && strcmp(e, "1"))
+		return coll_err(c, -EINVAL, "barrier: %s='%s' is not 0 or 1", PREPARED_ENV, e);
+	c->post_whole = e && !strcmp(e, "0");
 	c->ntask = list_len(c);
 	c->task = calloc(c->ntask ? c->ntask : 1, sizeof(*c->task));
 	return c->task ? 0 : -ENOMEM;
 }
 
 /* The signal itself: a 0-byte SEND or WRITE_IMM, held until SEND_EN. */
-static void add_signal(struct emunic_coll *c, unsigned *n, int peer, uint64_t seq)
+static void add_signal(struct emunic_coll *c, unsigned *n, int peer)
 {
 	struct emunic_task *t;
 
 	if (c->attr.signal == EMUNIC_COLL_WRITE_IMM) {
-		/* 0 bytes need no target address or rkey (IBA C9-88); the
-		 * immediate carries the barrier number for traces. */
-		t = coll_task_add(c, n, EMUNIC_TASK_WRITE_IMM, peer, seq, NULL);
-		t->imm = (uint32_t)seq;
+		/* 0 bytes need no target address or rkey (IBA C9-88).  The
+		 * immediate is 0: the list is prepared once for every barrier
+		 * (the barrier's number is in the wr_id). */
+		coll_task_add(c, n, EMUNIC_TASK_WRITE_IMM, peer, 0, NULL);
 	} else {
-		coll_task_add(c, n, EMUNIC_TASK_SEND, peer, seq, NULL);
+		coll_task_add(c, n, EMUNIC_TASK_SEND, peer, 0, NULL);
 	}
-	t = coll_task_add(c, n, EMUNIC_TASK_SEND_EN, peer, seq, NULL);
+	t = coll_task_add(c, n, EMUNIC_TASK_SEND_EN, peer, 0, NULL);
 	t->count = 1;
 }
 
-static unsigned build_list(struct emunic_coll *c, uint64_t seq)
+/* The list, with sequence 0's wr_ids (coll_mq_start adds each barrier's). */
+static unsigned build_list(struct emunic_coll *c)
 {
 	unsigned n = 0;
 
 	/* Replenish first: this barrier consumes one receive per partner. */
 	for (int i = 0; i < c->nstep; i++)
 		if (c->step[i].wait)
-			coll_task_add(c, &n, EMUNIC_TASK_RECV, c->step[i].peer, seq, NULL);
+			coll_task_add(c, &n, EMUNIC_TASK_RECV, c->step[i].peer, 0, NULL);
 	for (int i = 0; i < c->nstep; i++) {
 		if (c->step[i].send)
-			add_signal(c, &n, c->step[i].peer, seq);
+			add_signal(c, &n, c->step[i].peer);
 		if (c->step[i].wait)
-			coll_task_wait(c, &n, c->step[i].peer, seq, 1);
+			coll_task_wait(c, &n, c->step[i].peer, 0, 1);
 	}
 	c->task[n - 1].flags |= EMUNIC_TASK_SIGNAL;
 	return n;
@@ -110,8 +120,22 @@ static int barrier_post(struct emunic_coll *c, const struct coll_args *a, uint64
 	/* Bounds every queue: see COLL_MAX_INFLIGHT. */
 	if (c->posted - c->done >= COLL_MAX_INFLIGHT)
 		return -ENOSPC;
-	n = build_list(c, s);
-	r = coll_mq_post(c, c->task, n);
+	/* Every barrier's list is the same but for its wr_ids: checked and
+	 * built once (emunic_mq_prepare), then started (seed 003's lists were
+	 * posted anew each time; a persistent barrier, as MPI-4's
+	 * MPI_Barrier_init, need not). */
+	n = c->ntask;
+	if (c->post_whole) {
+		n = build_list(c);
+		for (unsigned i = 0; i < n; i++)
+			c->task[i].wr_id += coll_wr_id(s, 0);
+		r = coll_mq_post(c, c->task, n);
+	} else if (!c->prep && (r = emunic_mq_prepare(c->mq, c->task, build_list(c), &c->prep))) {
+		return coll_err(c, r, "barrier %llu: preparing its %u-task list failed (%d)", (unsigned long long)s,
+				n, r);
+	} else {
+		r = coll_mq_start(c, c->prep, s);
+	}
 	if (r == -ENOSPC)
 		return r;
 	if (r)

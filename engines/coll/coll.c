@@ -133,6 +133,7 @@ static void coll_free(struct emunic_coll *c)
 		emunic_cq_destroy(c->scq);
 	if (c->alg && c->alg->fini)
 		c->alg->fini(c);
+	emunic_mq_prepared_free(c->prep);
 	free(c->peer);
 	free(c->step);
 	free(c->task);

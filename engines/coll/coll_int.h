@@ -97,6 +97,8 @@ struct emunic_coll {
 	struct coll_step *step;		/* this rank's schedule */
 	int nstep;
 	struct emunic_task *task;	/* scratch for one barrier's task list */
+	struct emunic_mq_prepared *prep;	/* a list the same every time, prepared once (barrier) */
+	bool post_whole;		/* barrier: EMUNIC_COLL_PREPARED=0, each list posted whole */
 	unsigned ntask;			/* tasks in one barrier's list */
 	unsigned nsend;			/* sends in one list (0: the steps') */
 	unsigned inflight;		/* lists in flight at most (0: COLL_MAX_INFLIGHT) */
@@ -153,6 +155,9 @@ const char *coll_kind_str(enum emunic_coll_kind k);
  * coll_post_lists, which shares its flag rule): a blocking
  * call's (c->wait_next) with EMUNIC_POST_WAIT_NEXT. */
 int coll_mq_post(struct emunic_coll *c, const struct emunic_task *t, unsigned n);
+/* A prepared list (wr_ids of sequence 0) started as operation seq's, with
+ * the same flag rule. */
+int coll_mq_start(struct emunic_coll *c, struct emunic_mq_prepared *pl, uint64_t seq);
 int coll_post_lists(struct emunic_coll *c, unsigned n, uint64_t seq);
 /* The fence of struct coll_alg: a WAIT for every send posted so far. */
 int coll_send_fence(struct emunic_coll *c, uint64_t *seq);

@@ -122,6 +122,12 @@ int coll_mq_post(struct emunic_coll *c, const struct emunic_task *t, unsigned n)
 	return mq_post(c, t, n, true);
 }
 
+int coll_mq_start(struct emunic_coll *c, struct emunic_mq_prepared *pl, uint64_t seq)
+{
+	/* The list's wr_ids are coll_wr_id(0, peer): + this gives seq's. */
+	return emunic_mq_start(pl, coll_wr_id(seq, 0), c->wait_next ? EMUNIC_POST_WAIT_NEXT : 0);
+}
+
 int coll_post_lists(struct emunic_coll *c, unsigned n, uint64_t seq)
 {
 	unsigned lim = emunic_dev_list_tasks(c->dev), at = 0;

@@ -329,6 +329,23 @@ struct emunic_mq_list {
 	unsigned n;
 };
 int emunic_mq_post_lists(const struct emunic_mq_list *lists, unsigned nlists, unsigned flags);
+/* A list checked once and started many times, as MPI-4's persistent
+ * collectives (MPI_Barrier_init, MPI_Start).  emunic_mq_prepare makes every
+ * check of emunic_mq_post that does not depend on what was posted before
+ * (-EINVAL, -E2BIG, -EOPNOTSUPP as there; -ENOMEM) and copies the tasks: the
+ * caller's array is not read again.  emunic_mq_start is then
+ * emunic_mq_post_flags(mq, tasks, n, flags) of those tasks, each wr_id
+ * increased by wr_id_add (e.g. an iteration number shifted above the bits
+ * the wr_ids use), with the checks that do depend on it: an enable of more
+ * than was posted (-EINVAL), room (-ENOSPC), and every object the tasks use
+ * (MQ, QPs, CQs, memory regions) still alive (-EINVAL naming the task).  A
+ * refused start posts nothing.  Free a prepared list before closing its
+ * device; freeing it does not touch what its starts posted. */
+struct emunic_mq_prepared;
+int emunic_mq_prepare(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned n,
+		      struct emunic_mq_prepared **out);
+int emunic_mq_start(struct emunic_mq_prepared *pl, uint64_t wr_id_add, unsigned flags);
+void emunic_mq_prepared_free(struct emunic_mq_prepared *pl);
 /* Up to n MQ completions (SIGNAL tasks); returns how many.  Finding none,
  * it polls verbs once first as emunic_cq_poll does. */
 int emunic_mq_poll(struct emunic_mq *mq, struct emunic_wc *wc, int n);

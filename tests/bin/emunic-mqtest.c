@@ -61,6 +61,17 @@ static uint64_t await(struct emunic_cq *cq, uint64_t n)
 	return emunic_cq_count(cq);
 }
 
+/* Exactly n arrive, and no more within wait_ms (what was refused never
+ * went out). */
+static void arrive_exactly(uint64_t n, int wait_ms, const char *what)
+{
+	CHECK(await(T->rcq, n) == n, "%s: %llu of %llu arrived", what, (unsigned long long)emunic_cq_count(T->rcq),
+	      (unsigned long long)n);
+	ms(wait_ms);
+	CHECK(emunic_cq_count(T->rcq) == n, "%s: %llu arrived, not %llu", what,
+	      (unsigned long long)emunic_cq_count(T->rcq), (unsigned long long)n);
+}
+
 static void recvs(unsigned n)
 {
 	for (unsigned i = 0; i < n; i++)
@@ -653,11 +664,7 @@ static void t_list_limit(void)
 		CHECK(emunic_mq_wait(T->mq, &wc, 5000) == 0 && wc.status == 0, "a list of 4 did not complete");
 	}
 	if (T->rank == 1) {
-		CHECK(await(T->rcq, 3) == 3, "3 sends expected after the refused list, %llu arrived",
-		      (unsigned long long)emunic_cq_count(T->rcq));
-		ms(200);
-		CHECK(emunic_cq_count(T->rcq) == 3, "%llu arrived: the refused list's sends went out",
-		      (unsigned long long)emunic_cq_count(T->rcq));
+		arrive_exactly(3, 200, "the sends after the refused list, none of its own");
 	}
 	sync_ranks();
 }
@@ -862,6 +869,75 @@ static void t_post_lists(void)
 	CHECK(!emunic_mq_destroy(mq2) && !emunic_mq_destroy(small), "mq_destroy");
 }
 
+/* A prepared list (emunic_mq_prepare, emunic_mq_start): checked at
+ * prepare only where the check does not depend on what was posted before;
+ * the caller's array copied; each start is a post of the list with its
+ * wr_ids moved; the counter rules and dead objects refuse a start, which
+ * then posts nothing, and the other lists still start. */
+static void t_prepared(void)
+{
+	struct emunic_mq_prepared *pl = NULL, *en = NULL, *gone = NULL;
+	struct emunic_task l[2];
+	struct emunic_mr *mr2 = NULL;
+	struct emunic_wc wc;
+	int r;
+
+	setup(T->rank == 0 ? EMUNIC_QP_MANAGED_SEND : 0, 7);
+	if (T->rank == 1)
+		recvs(6);
+	sync_ranks();
+	if (T->rank == 0) {
+		/* Invalid whatever was posted: refused at prepare. */
+		l[0] = ctl(EMUNIC_TASK_RECV_EN, 1, 0);
+		CHECK(emunic_mq_prepare(T->mq, l, 1, &pl) == -EINVAL && !pl,
+		      "RECV_EN on a QP not created MANAGED_RECV was prepared");
+		/* Valid or not by what was posted before: that is the start's. */
+		l[0] = ctl(EMUNIC_TASK_SEND_EN, 1, EMUNIC_TASK_SIGNAL);
+		CHECK(!emunic_mq_prepare(T->mq, l, 1, &en), "SEND_EN(1) with nothing posted was not prepared");
+		CHECK(emunic_mq_start(en, 0, 0) == -EINVAL, "SEND_EN(1) with nothing posted was started");
+		l[0] = data(EMUNIC_TASK_SEND, 0);
+		l[1] = ctl(EMUNIC_TASK_SEND_EN, 1, EMUNIC_TASK_SIGNAL);
+		CHECK(!emunic_mq_prepare(T->mq, l, 2, &pl), "SEND + SEND_EN(1) was not prepared");
+		l[0].op = l[1].op = 99;		/* the list was copied: never read again */
+		for (uint64_t k = 1; k <= 3; k++) {
+			CHECK(!(r = emunic_mq_start(pl, 100 * k, 0)), "start %llu: %s", (unsigned long long)k,
+			      strerror(-r));
+			CHECK(emunic_mq_wait(T->mq, &wc, 5000) == 0 && wc.wr_id == 1001 + 100 * k && !wc.status,
+			      "start %llu: MQ completion wr_id %llu status %d, not %llu", (unsigned long long)k,
+			      (unsigned long long)wc.wr_id, wc.status, (unsigned long long)(1001 + 100 * k));
+		}
+		/* The refused start changed nothing: one send posted alone, the
+		 * enable alone now has something to enable. */
+		post1(data(EMUNIC_TASK_SEND, 3));
+		CHECK(!(r = emunic_mq_start(en, 7, 0)), "SEND_EN(1) with one posted: %s", strerror(-r));
+		CHECK(emunic_mq_wait(T->mq, &wc, 5000) == 0 && wc.wr_id == 1008, "the enable's start: wr_id %llu",
+		      (unsigned long long)wc.wr_id);
+		/* An object it uses destroyed: refused, naming it; the others go on. */
+		CHECK(!emunic_mr_reg(T->dev, T->buf + 4096, 64, &mr2), "mr_reg");
+		l[0] = data(EMUNIC_TASK_SEND, 4);
+		l[0].addr = T->buf + 4096;
+		l[0].mr = mr2;
+		l[1] = ctl(EMUNIC_TASK_SEND_EN, 1, 0);
+		CHECK(!emunic_mq_prepare(T->mq, l, 2, &gone), "a list on a second MR was not prepared");
+		CHECK(!emunic_mr_dereg(mr2), "mr_dereg");
+		CHECK(emunic_mq_start(gone, 0, 0) == -EINVAL, "a list whose MR was destroyed was started");
+		CHECK(!(r = emunic_mq_start(pl, 400, 0)), "start 4 after the refusal: %s", strerror(-r));
+		CHECK(emunic_mq_wait(T->mq, &wc, 5000) == 0 && wc.wr_id == 1401, "start 4: wr_id %llu",
+		      (unsigned long long)wc.wr_id);
+		CHECK(emunic_mq_start(NULL, 0, 0) == -EINVAL && emunic_mq_start(pl, 0, 0x80) == -EINVAL,
+		      "a start of no list or with unknown flags was taken");
+		CHECK(mq_count(300) == 0, "a refused start made an MQ completion");
+		emunic_mq_prepared_free(pl);
+		emunic_mq_prepared_free(en);
+		emunic_mq_prepared_free(gone);
+		emunic_mq_prepared_free(NULL);
+	}
+	if (T->rank == 1) {
+		arrive_exactly(5, 300, "the started lists' sends, none of the refused starts'");
+	}
+	sync_ranks();
+}
+
 /* needs: what the device must carry (emunic_dev_lacks); a device that
  * lacks it (siw: no RNR, its untaken send ends the connection instead)
  * skips the check with the reason, rather than pass or fail it untested. */
@@ -877,6 +953,7 @@ static const struct { const char *name; void (*fn)(void); unsigned needs; } chec
 	{ "start_away", t_start_away, 0 },
 	{ "quiet_handover", t_quiet_handover, 0 }, { "lazy_start", t_lazy_start, 0 },
 	{ "post_lists", t_post_lists, 0 }, { "unsupported", t_unsupported, 0 }, { "pair_key", t_pair_key, 0 },
+	{ "prepared", t_prepared, 0 },
 };
 
 int main(int argc, char **argv)
