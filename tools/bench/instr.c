@@ -96,11 +96,14 @@ static uint64_t cost_of(const char *line)
 }
 
 /* Reads one dump written with --compress-strings=no --compress-pos=no
- * --separate-callers=2: "fn=NAME'CALLER'CALLER2" starts a function's lines;
- * a cost line after "calls=N ..." is the inclusive cost of those calls (to
- * the last "cfn=..."); any other cost line is the function's own.  A pass
- * whose context names nic_submitted is one a poster ran itself (directly, or
- * in nic_unown's extra rounds). */
+ * --separate-callers=3: "fn=NAME'CALLER'CALLER2'CALLER3" starts a
+ * function's lines; a cost line after "calls=N ..." is the inclusive cost of
+ * those calls (to the last "cfn=..."); any other cost line is the function's
+ * own.  A pass whose context names nic_submitted is one a poster ran itself,
+ * directly (nic_pass'nic_submitted) or in nic_unown's extra rounds
+ * (nic_pass'unown'nic_unown'nic_submitted: three callers deep, which a depth
+ * of 2 cut off, so those passes, ~100 instructions a list, were counted as
+ * the app's until 2026-11-26). */
 static int parse(const char *path, struct counts *c)
 {
 	char line[4096];
@@ -387,7 +390,7 @@ static int under_callgrind(int argc, char **argv, const struct instr_opts *o)
 		av[k++] = out;
 		av[k++] = "--compress-strings=no";
 		av[k++] = "--compress-pos=no";
-		av[k++] = "--separate-callers=2";
+		av[k++] = "--separate-callers=3";
 		av[k++] = self;
 		for (int i = 0; i < argc; i++)
 			av[k++] = argv[i];	/* argv[0] is "instr" */
