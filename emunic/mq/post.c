@@ -554,6 +554,9 @@ static const char *obj_noun(const struct obj *o)
 	return o->kind == OBJ_QP ? "its QP" : o->kind == OBJ_CQ ? "its CQ" : "its memory region";
 }
 
+/* The hot path of a persistent collective: flattened, as
+ * emunic_mq_post_flags is (the counter rules and the commit inlined). */
+__attribute__((flatten))
 int emunic_mq_start(struct emunic_mq_prepared *pl, uint64_t wr_id_add, unsigned flags)
 {
 	struct shadow sstack[POST_STACK + 1];
