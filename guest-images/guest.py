@@ -346,10 +346,11 @@ def info(boot_timeout):
 
 
 def said_timeout(rc, name, timeout):
-    """The guest's agent runs a job under timeout(1): its 124 says so."""
+    """The guest's agent runs a job under timeout(1), whose status is 124; the
+    command's own time limit (emunic-run -t) exits 124 too, so both are named."""
     if rc == 124:
-        print("guest.py: %s: the command did not finish within %d s (--timeout) and was killed; "
-              "exit 124" % (name, timeout), file=sys.stderr)
+        print("guest.py: %s: exit 124: a time limit ran out (guest.py --timeout %d s, or the command's "
+              "own, e.g. emunic-run -t)" % (name, timeout), file=sys.stderr)
 
 
 def run_two(shell, cwd, a):

@@ -166,8 +166,8 @@ def test_first_line_names_accelerator_and_boot_time_and_a_timeout_is_said():
                     r"(KVM \(-cpu host|TCG \(-cpu qemu64,\+ssse3,\+sse4\.1,\+sse4\.2,\+popcnt); ", lines[0]), lines
     c = guestlib.accel_choice()
     assert c.reason in lines[0]
-    assert ("guest.py: emunic-guest0: the command did not finish within 2 s (--timeout) and was killed; "
-            "exit 124") in p.stderr
+    assert ("guest.py: emunic-guest0: exit 124: a time limit ran out (guest.py --timeout 2 s, or the "
+            "command's own, e.g. emunic-run -t)") in p.stderr
 
 
 def test_forced_kvm_where_unusable_fails_fast():
