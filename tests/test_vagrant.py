@@ -191,8 +191,10 @@ def test_provision_two_nodes_between_guests(guest_pair):
     ip = guest_pair.IPS[0]
     args = "%s --guest --build-dir %s --nodes 2 --server %s:7731" % (PROVISION, GUEST_BUILD, ip)
     log = os.path.join(GUEST_BUILD, "two-node-0.log")
-    if os.path.exists(log):
-        os.remove(log)
+    # A pid file from an earlier run names a process of another guest's boot.
+    for stale in (log, os.path.join(GUEST_BUILD, "two-node-0.pid")):
+        if os.path.exists(stale):
+            os.remove(stale)
     guest_build()       # both guests find it up to date
     ja = a.submit(args + " --node 0 --background", timeout=600)
     jb = b.submit(args + " --node 1", timeout=600)

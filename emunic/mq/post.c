@@ -38,6 +38,7 @@ struct post {
 	struct shadow *sh;
 	unsigned nsh;
 	bool prepare;		/* checks that do not depend on the counters only */
+	uint64_t wr_id_add;	/* a start's: the wr_ids its messages name */
 };
 
 static struct shadow *shadow_of(struct post *p, void *obj, bool *fresh)
@@ -68,7 +69,7 @@ static int refuse(const struct post *p, int err, unsigned i, const struct emunic
 
 	return emunic_err(err, "mq %p%s: task %u of the list (%s, wr_id %llu): %s; nothing was posted",
 			  (void *)p->lists[p->k].mq, list_where(buf, sizeof(buf), p->k, p->nlists), i,
-			  emunic_task_op_str(t->op), (unsigned long long)t->wr_id, why);
+			  emunic_task_op_str(t->op), (unsigned long long)(t->wr_id + p->wr_id_add), why);
 }
 
 static int bad(const struct post *p, unsigned i, const struct emunic_task *t, const char *why)
@@ -350,12 +351,31 @@ static void commit_shadows(const struct post *p)
 	}
 }
 
+static int check_flags(const struct emunic_mq *mq, unsigned flags)
+{
+	if (flags & ~EMUNIC_POST_WAIT_NEXT)
+		return emunic_err(-EINVAL, "mq %p: unknown post flags 0x%x; nothing was posted", (void *)mq,
+				  flags & ~EMUNIC_POST_WAIT_NEXT);
+	return 0;
+}
+
+/* A valid post, under the post lock: its lists into their queues, the
+ * counters it changed, and every command to the engine at once. */
+static void commit(struct post *p, uint32_t total)
+{
+	for (p->k = 0, p->base = 0; p->k < p->nlists; p->base += p->lists[p->k++].n)
+		commit_list(p);
+	commit_shadows(p);
+	emunic_ring_publish(&p->d->cmd, total);
+}
+
 /* What needs no lock: live MQs of one device, lists neither empty nor
  * longer than the device takes, known flags.  *total: the post's tasks. */
 static int precheck(const struct emunic_mq_list *lists, unsigned nlists, unsigned flags, size_t *total)
 {
 	struct emunic_dev *d = lists[0].mq ? lists[0].mq->o.dev : NULL;
 	char buf[48];
+	int r;
 
 	*total = 0;
 	for (unsigned k = 0; k < nlists; k++) {
@@ -377,9 +397,8 @@ static int precheck(const struct emunic_mq_list *lists, unsigned nlists, unsigne
 					  list_where(buf, sizeof(buf), k, nlists), l->n, d->attr.list_tasks);
 		*total += l->n;
 	}
-	if (flags & ~EMUNIC_POST_WAIT_NEXT)
-		return emunic_err(-EINVAL, "mq %p: unknown post flags 0x%x; nothing was posted", (void *)lists[0].mq,
-				  flags & ~EMUNIC_POST_WAIT_NEXT);
+	if ((r = check_flags(lists[0].mq, flags)))
+		return r;
 	if (*total > d->cmd.mask + 1u)		/* never room for it: not -ENOSPC forever */
 		return emunic_err(-E2BIG, "emunic_mq_post_lists: %zu tasks in %u lists, more than the command ring's "
 				  "%u entries; nothing was posted", *total, nlists, d->cmd.mask + 1u);
@@ -422,12 +441,8 @@ static int post(const struct emunic_mq_list *lists, unsigned nlists, unsigned fl
 		free(p.buf);
 		r = r ? r : -ENOSPC;
 	}
-	if (!r) {
-		for (p.k = 0, p.base = 0; p.k < nlists; p.base += lists[p.k++].n)
-			commit_list(&p);
-		commit_shadows(&p);
-		emunic_ring_publish(&p.d->cmd, (uint32_t)total);	/* every list at once */
-	}
+	if (!r)
+		commit(&p, (uint32_t)total);
 	pthread_mutex_unlock(&p.d->post_lock);
 	if (p.sh != sstack)
 		free(p.sh);
@@ -561,7 +576,7 @@ int emunic_mq_start(struct emunic_mq_prepared *pl, uint64_t wr_id_add, unsigned 
 {
 	struct shadow sstack[POST_STACK + 1];
 	struct emunic_mq_list l;
-	struct post p = { .lists = &l, .nlists = 1, .sh = sstack };
+	struct post p = { .lists = &l, .nlists = 1, .sh = sstack, .wr_id_add = wr_id_add };
 	struct nic_cmd aside;
 	char why[96];
 	bool room;
@@ -569,9 +584,8 @@ int emunic_mq_start(struct emunic_mq_prepared *pl, uint64_t wr_id_add, unsigned 
 
 	if (!pl)
 		return emunic_err(-EINVAL, "emunic_mq_start: no prepared list");
-	if (flags & ~EMUNIC_POST_WAIT_NEXT)
-		return emunic_err(-EINVAL, "mq %p: unknown post flags 0x%x; nothing was posted", (void *)pl->mq,
-				  flags & ~EMUNIC_POST_WAIT_NEXT);
+	if ((r = check_flags(pl->mq, flags)))
+		return r;
 	l = (struct emunic_mq_list){ .mq = pl->mq, .tasks = pl->tasks, .n = pl->n };
 	p.d = pl->mq->o.dev;
 	if (pl->n + 1 > POST_STACK + 1 && !(p.sh = malloc((pl->n + 1) * sizeof(*p.sh))))
@@ -597,11 +611,8 @@ int emunic_mq_start(struct emunic_mq_prepared *pl, uint64_t wr_id_add, unsigned 
 	}
 	if (!r && (!room || !nic_fifo_room(&pl->mq->q, pl->ctl)))
 		r = -ENOSPC;
-	if (!r) {
-		commit_list(&p);
-		commit_shadows(&p);
-		emunic_ring_publish(&p.d->cmd, pl->n);
-	}
+	if (!r)
+		commit(&p, pl->n);
 	pthread_mutex_unlock(&p.d->post_lock);
 	if (p.sh != sstack)
 		free(p.sh);

@@ -56,7 +56,7 @@ static int barrier_setup(struct emunic_coll *c)
 }
 
 /* The signal itself: a 0-byte SEND or WRITE_IMM, held until SEND_EN. */
-static void add_signal(struct emunic_coll *c, unsigned *n, int peer)
+static void add_signal(struct emunic_coll *c, unsigned *n, int peer, uint64_t seq)
 {
 	struct emunic_task *t;
 
@@ -64,28 +64,28 @@ static void add_signal(struct emunic_coll *c, unsigned *n, int peer)
 		/* 0 bytes need no target address or rkey (IBA C9-88).  The
 		 * immediate is 0: the list is prepared once for every barrier
 		 * (the barrier's number is in the wr_id). */
-		coll_task_add(c, n, EMUNIC_TASK_WRITE_IMM, peer, 0, NULL);
+		coll_task_add(c, n, EMUNIC_TASK_WRITE_IMM, peer, seq, NULL);
 	} else {
-		coll_task_add(c, n, EMUNIC_TASK_SEND, peer, 0, NULL);
+		coll_task_add(c, n, EMUNIC_TASK_SEND, peer, seq, NULL);
 	}
-	t = coll_task_add(c, n, EMUNIC_TASK_SEND_EN, peer, 0, NULL);
+	t = coll_task_add(c, n, EMUNIC_TASK_SEND_EN, peer, seq, NULL);
 	t->count = 1;
 }
 
-/* The list, with sequence 0's wr_ids (coll_mq_start adds each barrier's). */
-static unsigned build_list(struct emunic_coll *c)
+/* Barrier seq's list (prepared with seq 0: coll_mq_start adds each one's). */
+static unsigned build_list(struct emunic_coll *c, uint64_t seq)
 {
 	unsigned n = 0;
 
 	/* Replenish first: this barrier consumes one receive per partner. */
 	for (int i = 0; i < c->nstep; i++)
 		if (c->step[i].wait)
-			coll_task_add(c, &n, EMUNIC_TASK_RECV, c->step[i].peer, 0, NULL);
+			coll_task_add(c, &n, EMUNIC_TASK_RECV, c->step[i].peer, seq, NULL);
 	for (int i = 0; i < c->nstep; i++) {
 		if (c->step[i].send)
-			add_signal(c, &n, c->step[i].peer);
+			add_signal(c, &n, c->step[i].peer, seq);
 		if (c->step[i].wait)
-			coll_task_wait(c, &n, c->step[i].peer, 0, 1);
+			coll_task_wait(c, &n, c->step[i].peer, seq, 1);
 	}
 	c->task[n - 1].flags |= EMUNIC_TASK_SIGNAL;
 	return n;
@@ -126,11 +126,9 @@ static int barrier_post(struct emunic_coll *c, const struct coll_args *a, uint64
 	 * MPI_Barrier_init, need not). */
 	n = c->ntask;
 	if (c->post_whole) {
-		n = build_list(c);
-		for (unsigned i = 0; i < n; i++)
-			c->task[i].wr_id += coll_wr_id(s, 0);
+		n = build_list(c, s);
 		r = coll_mq_post(c, c->task, n);
-	} else if (!c->prep && (r = emunic_mq_prepare(c->mq, c->task, build_list(c), &c->prep))) {
+	} else if (!c->prep && (r = emunic_mq_prepare(c->mq, c->task, build_list(c, 0), &c->prep))) {
 		return coll_err(c, r, "barrier %llu: preparing its %u-task list failed (%d)", (unsigned long long)s,
 				n, r);
 	} else {

@@ -873,7 +873,8 @@ static void t_post_lists(void)
  * prepare only where the check does not depend on what was posted before;
  * the caller's array copied; each start is a post of the list with its
  * wr_ids moved; the counter rules and dead objects refuse a start, which
- * then posts nothing, and the other lists still start. */
+ * then posts nothing (its message names the wr_ids as moved), and the
+ * other lists still start. */
 static void t_prepared(void)
 {
 	struct emunic_mq_prepared *pl = NULL, *en = NULL, *gone = NULL;
@@ -894,7 +895,7 @@ static void t_prepared(void)
 		/* Valid or not by what was posted before: that is the start's. */
 		l[0] = ctl(EMUNIC_TASK_SEND_EN, 1, EMUNIC_TASK_SIGNAL);
 		CHECK(!emunic_mq_prepare(T->mq, l, 1, &en), "SEND_EN(1) with nothing posted was not prepared");
-		CHECK(emunic_mq_start(en, 0, 0) == -EINVAL, "SEND_EN(1) with nothing posted was started");
+		CHECK(emunic_mq_start(en, 5, 0) == -EINVAL, "SEND_EN(1) with nothing posted was started");
 		l[0] = data(EMUNIC_TASK_SEND, 0);
 		l[1] = ctl(EMUNIC_TASK_SEND_EN, 1, EMUNIC_TASK_SIGNAL);
 		CHECK(!emunic_mq_prepare(T->mq, l, 2, &pl), "SEND + SEND_EN(1) was not prepared");
@@ -920,7 +921,7 @@ static void t_prepared(void)
 		l[1] = ctl(EMUNIC_TASK_SEND_EN, 1, 0);
 		CHECK(!emunic_mq_prepare(T->mq, l, 2, &gone), "a list on a second MR was not prepared");
 		CHECK(!emunic_mr_dereg(mr2), "mr_dereg");
-		CHECK(emunic_mq_start(gone, 0, 0) == -EINVAL, "a list whose MR was destroyed was started");
+		CHECK(emunic_mq_start(gone, 50, 0) == -EINVAL, "a list whose MR was destroyed was started");
 		CHECK(!(r = emunic_mq_start(pl, 400, 0)), "start 4 after the refusal: %s", strerror(-r));
 		CHECK(emunic_mq_wait(T->mq, &wc, 5000) == 0 && wc.wr_id == 1401, "start 4: wr_id %llu",
 		      (unsigned long long)wc.wr_id);

@@ -184,11 +184,11 @@ static int run_mq(struct bench *b, const struct instr_opts *o, bool oneshot, cha
 	struct emunic_coll *c = NULL;
 	int r;
 
-	if (oneshot)
-		setenv("EMUNIC_COLL_PREPARED", "0", 1);
+	/* Set either way: a value from the caller's environment would make
+	 * both runs the same list. */
+	setenv("EMUNIC_COLL_PREPARED", oneshot ? "0" : "1", 1);
 	r = open_coll(b, o, &dev, &c, device, len);
-	if (oneshot)
-		unsetenv("EMUNIC_COLL_PREPARED");
+	unsetenv("EMUNIC_COLL_PREPARED");
 	r = r ? r : barriers(b, c, WARMUP, "warm-up");
 	if (!r) {
 		CALLGRIND_ZERO_STATS;
