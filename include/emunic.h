@@ -150,6 +150,8 @@ struct emunic_dev_stats {
 	uint64_t passes;		/* engine passes, by anyone */
 	uint64_t core_passes;		/* ... by the core thread */
 	uint64_t core_wakes;		/* times the core thread woke from sleep */
+	uint64_t core_spin_ns;		/* how long the core now spins after work before it
+					 * sleeps (EMUNIC_SPIN_US..EMUNIC_SPIN_MAX_US) */
 	uint64_t wake_cq, wake_cm, wake_doorbell, wake_timer;	/* ... because of */
 	uint64_t arms;			/* completion events asked for */
 	uint64_t timer_sets;		/* hand-over timer changes */

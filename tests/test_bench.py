@@ -562,6 +562,8 @@ def test_potato_bench_quick(rxe):
     assert m and float(m.group(1)) > 0, out
     m = re.search(r"^\s+triggered\s+" + NUM + "$", out, re.M)
     assert m and float(m.group(1)) > 0, out
+    assert re.search(r"^  \(rank 0's core: " + NUM + r" wake-ups a round trip; it spins \d+ us after work", out,
+                     re.M), out
     assert re.search(r"^\s+(met|MISSED)\s+round trip triggered/ib_write_lat <= 1.5x\s+triggered\s+" + NUM + "x",
                      out, re.M), out
     rows, text = read_csv(path, POTATO_HEADER)

@@ -237,7 +237,8 @@ int bench_potato_main(int argc, char **argv)
 	struct common_opts com = { .timeout_ms = o->timeout_ms };
 	struct bench b = { 0 };
 	char device[96] = "?";
-	double games[5], rt = -1, lat = -1;
+	double games[5], rt = -1, lat = -1, wakes = -1;
+	struct emunic_dev_stats st0, st1;
 	const char *why = "";
 	int ngames = 5, r = bench_parse_opts("potato", argc, argv, lo, potato_opt, o, &com);
 
@@ -252,8 +253,14 @@ int bench_potato_main(int argc, char **argv)
 	r = bench_init(&b, "potato", o->csv);
 	r = r ? r : bench_two_ranks(&b);
 	r = r ? r : potato_open(&b, &p);
+	r = r ? r : emunic_dev_stats(p.dev, &st0);
 	for (int g = 0; !r && g < ngames; g++)
 		r = bench_potato_play(&b, &p, g, &games[g]);
+	/* Why a round trip costs what it does: a core that sleeps between
+	 * arrivals pays a wake-up for each (engine/thread.c, struct spin). */
+	r = r ? r : emunic_dev_stats(p.dev, &st1);
+	if (!r)
+		wakes = (double)(st1.core_wakes - st0.core_wakes) / ((double)ngames * o->rounds);
 	if (!r) {
 		rt = bench_median(games, ngames) / o->rounds;
 		bench_progress(&b, "[triggered] %d games of %d round trips: %.1f us a round trip (median game)", ngames,
@@ -285,6 +292,8 @@ int bench_potato_main(int argc, char **argv)
 		printf("  %-14s %14s\n", "impl", "round trip us");
 		printf("  %-14s %14.2f\n", POTATO_BASELINE, lat > 0 ? 2 * lat : -1);
 		printf("  %-14s %14.2f\n", "triggered", rt);
+		printf("  (rank 0's core: %.2f wake-ups a round trip; it spins %.0f us after work when the games end)\n",
+		       wakes, (double)st1.core_spin_ns / 1000);
 		printf("\ntargets (reported, never asserted)\n");
 		bench_target_ratio("round trip triggered/ib_write_lat <= 1.5x", "triggered", lat > 0 ? rt / (2 * lat) : -1,
 				   POTATO_TARGET, true, NULL);
