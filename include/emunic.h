@@ -150,8 +150,6 @@ struct emunic_dev_stats {
 	uint64_t passes;		/* engine passes, by anyone */
 	uint64_t core_passes;		/* ... by the core thread */
 	uint64_t core_wakes;		/* times the core thread woke from sleep */
-	uint64_t core_spin_ns;		/* how long the core now spins after work before it
-					 * sleeps (EMUNIC_SPIN_US..EMUNIC_SPIN_MAX_US) */
 	uint64_t wake_cq, wake_cm, wake_doorbell, wake_timer;	/* ... because of */
 	uint64_t arms;			/* completion events asked for */
 	uint64_t timer_sets;		/* hand-over timer changes */
@@ -160,6 +158,9 @@ struct emunic_dev_stats {
 	int realtime;			/* the core thread runs at real-time priority */
 	int core_own_cpu;		/* ... on a CPU of its own (pinned): else an MQ's WAIT
 					 * is left to the application's wait or poll */
+	uint64_t core_spin_ns;		/* a current value, not a count: how long the core
+					 * spins after work where no thread waits for a CPU
+					 * (EMUNIC_SPIN_US..EMUNIC_SPIN_MAX_US) */
 };
 int emunic_dev_stats(struct emunic_dev *dev, struct emunic_dev_stats *out);
 /* Out-of-band exchange among the device's ranks (through its boot channel),

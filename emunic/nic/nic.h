@@ -503,6 +503,19 @@ static inline void nic_notices_out(struct emunic_dev *d)
 
 int nic_core_start(struct emunic_dev *d);
 void nic_core_stop(struct emunic_dev *d);
+/* spin.c: how long the core spins after its last work before it sleeps. */
+struct nic_spin {
+	uint64_t min_ns, max_ns, ns;	/* EMUNIC_SPIN_US, EMUNIC_SPIN_MAX_US, now */
+	uint64_t idle_from;		/* the end of the last work (0: not timing a gap) */
+	bool slept;			/* ... since which the core slept */
+};
+void nic_spin_init(struct emunic_dev *d, struct nic_spin *s);
+/* The core sleeps; own_gap: it left the engine idle (not to an app thread). */
+void nic_spin_slept(struct nic_spin *s, bool own_gap);
+/* The core ran a pass at `now` that did n things. */
+void nic_spin_pass(struct emunic_dev *d, struct nic_spin *s, int n, uint64_t now);
+/* How long after its last work the core spins before it sleeps. */
+uint64_t nic_spin_ns(struct emunic_dev *d, const struct nic_spin *s);
 /* wake.c: the doorbell and the timer that wake the core thread. */
 int nic_wake_init(struct emunic_dev *d, bool timer);
 void nic_wake_fini(struct emunic_dev *d);

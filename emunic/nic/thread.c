@@ -4,8 +4,8 @@
  * application thread is running the engine, and otherwise stays out of the
  * way.  It runs at real-time priority where allowed, so work that arrives
  * while the application computes preempts it as an interrupt would, and
- * only ever spins a little (struct spin: about one of the device's round
- * trips, 400 us at most); then it gives the token back and
+ * only ever spins a little (spin.c: 20 us; on a CPU of its own, about one of
+ * the device's round trips); then it gives the token back and
  * sleeps in io_uring on the verbs completion channel (armed only when work
  * waits for a completion and no application thread is polling for it), the
  * rdma_cm channel, the doorbell and a timer.  An idle device costs nothing.
@@ -41,13 +41,6 @@ struct core_sleep {
 	bool armed[NFDS];
 	unsigned unacked;		/* completion events to acknowledge */
 };
-
-static uint64_t env_us(const char *name, uint64_t dflt)
-{
-	const char *s = getenv(name);
-
-	return s && *s ? strtoull(s, NULL, 10) : dflt;
-}
 
 /* ---- priority and placement ------------------------------------------------------- */
 
@@ -238,56 +231,13 @@ static void core_sleep(struct emunic_dev *d)
 
 /* ---- the loop ------------------------------------------------------------------------------ */
 
-/* How long the core spins after its last work before it sleeps: at least
- * EMUNIC_SPIN_US, at most EMUNIC_SPIN_MAX_US.  The gap between bursts of
- * work is about the device's round trip (a few us on hardware, tens under
- * QEMU's TCG), and a core that sleeps through it pays a sleep and a wake-up
- * for every arrival (a cross-CPU wake-up costs ~90 us in the TCG guest on
- * this kind of host).  So each idle gap (last work to next work) moves the
- * spin: one longer than the spin (the core slept) but within the most it
- * may spin doubles it; one longer than that halves it.  An idle device
- * pays one spin when its work stops, as before. */
-struct spin {
-	uint64_t min_ns, max_ns, ns;
-	uint64_t idle_from;		/* the end of the last work, 0: not timing a gap */
-};
-
-static void spin_init(struct spin *s)
-{
-	s->min_ns = env_us("EMUNIC_SPIN_US", 20) * 1000;
-	s->max_ns = env_us("EMUNIC_SPIN_MAX_US", 400) * 1000;
-	if (s->max_ns < s->min_ns)
-		s->max_ns = s->min_ns;
-	s->ns = s->min_ns;
-	s->idle_from = 0;
-}
-
-/* A pass at `now` that found work (n > 0) or none, after idle passes. */
-static void spin_note(struct emunic_dev *d, struct spin *s, int n, bool was_idle, uint64_t now)
-{
-	if (!n)
-		return;
-	if (was_idle && s->idle_from) {
-		uint64_t gap = now - s->idle_from;
-
-		if (gap > s->max_ns)
-			s->ns = s->ns / 2 > s->min_ns ? s->ns / 2 : s->min_ns;
-		else if (gap > s->ns)
-			s->ns = 2 * s->ns < s->max_ns ? 2 * s->ns : s->max_ns;
-		d->st.core_spin_ns = s->ns;
-	}
-	s->idle_from = now;
-}
-
 static void *core_main(void *arg)
 {
 	struct emunic_dev *d = arg;
-	struct spin spin;
+	struct nic_spin spin;
 	uint64_t last_work = 0;
-	bool was_idle = false;		/* the pass before found nothing */
 
-	spin_init(&spin);
-	d->st.core_spin_ns = spin.ns;
+	nic_spin_init(d, &spin);
 	go_realtime(d);
 	pin(d);
 	nic_set_core_thread();
@@ -305,12 +255,13 @@ static void *core_main(void *arg)
 			 * again when it leaves (or the token is free by now). */
 			nic_kick(d);
 			if (!nic_own(d)) {
-				if (d->uring)
+				if (d->uring) {
+					nic_spin_slept(&spin, false);
 					core_sleep(d);
-				else
+				} else {
 					sched_yield();	/* spinning: never sleeps */
+				}
 				last_work = 0;
-				spin.idle_from = 0;	/* the gap was the app's */
 				continue;
 			}
 		}
@@ -319,14 +270,13 @@ static void *core_main(void *arg)
 		n = nic_pass(d);
 		d->st.core_passes++;
 		now = emunic_now_ns();
-		spin_note(d, &spin, n, was_idle, now);
-		was_idle = !n;
+		nic_spin_pass(d, &spin, n, now);
 		/* The spin is timed from the last work (or the wake), so a
 		 * pass that found work and took the whole spin is followed by
 		 * one empty look, not two. */
 		if (n || !last_work)
 			last_work = now;
-		if (!n && d->idle != EMUNIC_IDLE_SPIN && now - last_work >= spin.ns) {
+		if (!n && d->idle != EMUNIC_IDLE_SPIN && now - last_work >= nic_spin_ns(d, &spin)) {
 			n = prepare_sleep(d);
 			/* A pass run in leaving (for a kick) may have handed
 			 * work to verbs after the arming looked: then look
@@ -334,8 +284,10 @@ static void *core_main(void *arg)
 			if (nic_unown(d))
 				n = 1;
 			nic_notices_out(d);
-			if (!n)
+			if (!n) {
+				nic_spin_slept(&spin, true);
 				core_sleep(d);
+			}
 			last_work = 0;
 			continue;
 		}

@@ -339,11 +339,12 @@ int emunic_mq_post_lists(const struct emunic_mq_list *lists, unsigned nlists, un
  * the wr_ids use), with the checks that do depend on it: an enable of more
  * than was posted (-EINVAL), room (-ENOSPC), and every object the tasks use
  * (MQ, QPs, CQs, memory regions) still alive (-EINVAL naming the task).
- * A start checks liveness first, then the counter rules task by task, then
- * room: where a post would name the first bad task, a start with a dead
- * object names that object's first task even if an earlier task breaks a
- * counter rule.  Its messages name the wr_ids as moved.  A refused start
- * posts nothing.  Free a prepared list before closing its
+ * A start checks its flags, then liveness, then task by task the counter
+ * rules and each QP's room, then the command ring's and the MQ's room:
+ * where a post would name the first bad task, a start with a dead object
+ * names that object's first task even if an earlier task breaks a counter
+ * rule.  Its messages name the wr_ids as moved.  A refused start posts
+ * nothing.  Free a prepared list before closing its
  * device; freeing it does not touch what its starts posted. */
 struct emunic_mq_prepared;
 int emunic_mq_prepare(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned n,
