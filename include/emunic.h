@@ -159,8 +159,8 @@ struct emunic_dev_stats {
 	int core_own_cpu;		/* ... on a CPU of its own (pinned): else an MQ's WAIT
 					 * is left to the application's wait or poll */
 	uint64_t core_spin_ns;		/* a current value, not a count: how long the core
-					 * spins after work where no thread waits for a CPU
-					 * (EMUNIC_SPIN_US..EMUNIC_SPIN_MAX_US) */
+					 * spins after work (EMUNIC_SPIN_US; on a CPU of its
+					 * own, up to EMUNIC_SPIN_MAX_US) */
 };
 int emunic_dev_stats(struct emunic_dev *dev, struct emunic_dev_stats *out);
 /* Out-of-band exchange among the device's ranks (through its boot channel),

@@ -257,7 +257,7 @@ int bench_potato_main(int argc, char **argv)
 	for (int g = 0; !r && g < ngames; g++)
 		r = bench_potato_play(&b, &p, g, &games[g]);
 	/* Why a round trip costs what it does: a core that sleeps between
-	 * arrivals pays a wake-up for each (engine/thread.c, struct spin). */
+	 * arrivals pays a wake-up for each (emunic/nic/spin.c). */
 	r = r ? r : emunic_dev_stats(p.dev, &st1);
 	if (!r)
 		wakes = (double)(st1.core_wakes - st0.core_wakes) / ((double)ngames * o->rounds);
