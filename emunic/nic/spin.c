@@ -15,7 +15,7 @@
  * token).  Where the core shares the application's CPUs a longer spin
  * takes them from some application thread: in the guest (2 ranks, their
  * apps and cores on 2 vCPUs) a 400 us spin made the triggered hot potato
- * 3-5x faster (46-69 us a round trip against 113-349) and a 2-rank blocking
+ * 3-5x faster (46-69 us a round trip against 113-675) and a 2-rank blocking
  * barrier 2.3-2.9x slower; at normal priority, or yielding after each look,
  * it helped neither.  After a wake-up that found nothing the core spins the
  * least: an idle device pays what it paid before.
