@@ -14,6 +14,9 @@
  * core thread, verbs:
  *   - a waiter waits on its own object's wait word (nic_wait), assisting
  *     (taking the token and running passes) while its budget lasts;
+ *   - a post that took the token leaves a kick of the core's to the core
+ *     (nic_unown_posted, a triggered op's post), or with -DPOST_HAND_OVER
+ *     runs it (nic_unown, an MQ post's);
  *   - an engine pass drains the command ring into verbs and polls the verbs
  *     CQ, completing commands and bumping their wait words;
  *   - verbs completes what it was given at any time, and raises the
@@ -58,6 +61,9 @@
  *             in between is nobody's; a waiter sleeps forever.
  *   MUT_BUMP  emunic_word_bump looks at `sleepers` before it bumps `seq`: a
  *             waiter that announces itself in between sleeps forever.
+ *   MUT_CK_CLEAR  a poster that leaves the core's kick to the core clears
+ *             it first: a core that has not marked itself asleep yet then
+ *             sleeps, and its doorbell never rings.
  *
  * Granularity: memory is sequentially consistent (the code's seq_cst fences
  * make it so at these points).  Steps that touch only what the token holder
@@ -101,7 +107,7 @@
 #endif
 
 /* the device (nic.h:282-300) */
-bit held, kick, sleeping, stop;
+bit held, kick, core_kicked, sleeping, stop;
 byte assisting;
 byte nsleep;			/* d->sleepers: waiters asleep or going to sleep */
 byte wake = NEVER;
@@ -207,7 +213,7 @@ inline take_and_run(ok, n, clear)
 	if
 	:: ok -> atomic {
 			if
-			:: clear -> kick = 0
+			:: clear -> kick = 0; core_kicked = 0
 			:: else
 			fi;
 			engine(n)
@@ -220,7 +226,7 @@ inline take_and_run(ok, n, clear)
 		if
 		:: ok ->
 			if
-			:: clear -> kick = 0
+			:: clear -> kick = 0; core_kicked = 0	/* nic_take_kick */
 			:: else
 			fi;
 			engine(n)
@@ -287,8 +293,10 @@ inline hand_over()
     }
 }
 
-/* owner.c:92-111; `worked`: it ran a pass for a kick (D1) */
-inline unown(is_core)
+/* owner.c unown; `worked`: it ran a pass for a kick (D1).  posted: an app
+ * thread that posted and goes back to its work (nic_unown_posted) leaves a
+ * kick of the core's to the core: the doorbell, the kick left set. */
+inline unown(is_core, posted)
 {
 	do
 	::
@@ -304,10 +312,17 @@ inline unown(is_core)
 		/* clear held, fence, look at kick (owner.c:97-100) */
 		atomic { owners--; held = 0; k = kick };
 #endif
+		ck = posted && core_kicked;
 		if
 		:: !k -> break
-		:: k && round == UNOWN_ROUNDS -> doorbell(); break
-		:: k && round < UNOWN_ROUNDS ->
+#ifdef MUT_CK_CLEAR
+		/* Mutation: take the core's kick away as it is left to the core */
+		:: k && ck -> kick = 0; doorbell(); break
+		:: k && round == UNOWN_ROUNDS && !ck -> doorbell(); break
+#else
+		:: k && (round == UNOWN_ROUNDS || ck) -> doorbell(); break
+#endif
+		:: k && round < UNOWN_ROUNDS && !ck ->
 			take_and_run(uok, un, 1);
 			if
 			:: !uok -> break
@@ -316,7 +331,7 @@ inline unown(is_core)
 		fi
 	od;
 	skip;
-	d_step { round = 0; k = 0; uok = 0; un = 0 }
+	d_step { round = 0; k = 0; ck = 0; uok = 0; un = 0 }
 }
 
 /* drain_fds, thread.c:130-154: what fired is read (the timerfd: wake_ns
@@ -380,7 +395,7 @@ inline prepare_sleep(n)
 /* thread.c:239-297 */
 proctype core()
 {
-	bit ok, uok, k, nap, assisted, urgent;
+	bit ok, uok, k, ck, nap, assisted, urgent;
 	byte n, un, id, round, want, worked, late;
 
 	do
@@ -393,15 +408,15 @@ proctype core()
 #ifdef MUT_OWN
 		take_and_run(ok, n, 1);
 		if
-		:: !ok -> kick = 1
+		:: !ok -> core_kicked = 1; kick = 1
 		:: else
 		fi;
 #else
 		atomic {
 			own(ok);
 			if
-			:: ok -> kick = 0; engine(n)
-			:: else -> kick = 1
+			:: ok -> kick = 0; core_kicked = 0; engine(n)
+			:: else -> core_kicked = 1; kick = 1
 			fi
 		};
 		engine_late();
@@ -411,7 +426,7 @@ proctype core()
 		:: ok && n == 0 ->
 			/* idle: prepare, hand back, sleep (268-277) */
 			prepare_sleep(n);
-			unown(1);
+			unown(1, 0);
 #ifndef AS_CODED_D1
 			n = n + worked;		/* D1 */
 #endif
@@ -419,7 +434,7 @@ proctype core()
 			:: n == 0 -> core_sleep()
 			:: else
 			fi
-		:: ok && n > 0 -> unown(1)
+		:: ok && n > 0 -> unown(1, 0)
 		fi;
 		d_step { ok = 0; n = 0; worked = 0 }
 	od
@@ -465,7 +480,7 @@ inline leave()
 	fi;
 #endif
 	if
-	:: ok -> unown(0)
+	:: ok -> unown(0, 0)
 	:: else
 	fi;
 	d_step { ok = 0; worked = 0 }
@@ -473,7 +488,7 @@ inline leave()
 
 proctype app(byte i)
 {
-	bit ok, uok, k, assisted, urgent;
+	bit ok, uok, k, ck, assisted, urgent;
 	byte n, un, id, round, want, snap, tries, worked, late;
 
 	/* post: publish the command (mq/post.c:381), then nic_submitted
@@ -489,14 +504,21 @@ proctype app(byte i)
 #else
 		own(ok);
 		if
-		:: ok -> kick = 0; engine(n)
+		:: ok -> kick = 0; core_kicked = 0; engine(n)
 		:: else
 		fi
 	};
 	engine_late();
 #endif
+	/* A post leaves as a triggered op's does (NIC_LEAVE_TO_CORE: a kick
+	 * of the core's is the core's); -DPOST_HAND_OVER, as an MQ post's
+	 * (NIC_LEAVE_HAND_OVER, NIC_LEAVE_WAIT_NEXT: nic_unown). */
 	if
-	:: ok -> unown(0)
+#ifdef POST_HAND_OVER
+	:: ok -> unown(0, 0)
+#else
+	:: ok -> unown(0, 1)
+#endif
 	:: else
 	fi;
 	if
@@ -518,7 +540,7 @@ proctype app(byte i)
 			tries++;
 			take_and_run(ok, n, 0);
 			if
-			:: ok -> unown(0)
+			:: ok -> unown(0, 0)
 			:: else
 			fi;
 			d_step { ok = 0; n = 0; worked = 0 }

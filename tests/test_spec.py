@@ -22,9 +22,13 @@ MEMLIM_MB = 1024        # pan gives up (and the test fails) rather than eat the 
 CHECKS = [
     # The ownership token and its hand-overs.
     ("token", [], None),
+    # Posts that run the kicks they meet (MQ posts) rather than leave the
+    # core's to the core (triggered ops, counters).
+    ("token", ["POST_HAND_OVER"], None),
     ("token", ["MUT_OWN"], "assertion violated (owners==1)"),
     ("token", ["MUT_KICK"], "invalid end state"),
     ("token", ["MUT_BUMP"], "invalid end state"),
+    ("token", ["MUT_CK_CLEAR"], "invalid end state"),
     # The code as it was before the model found D1 and D2 (spec/README.md):
     # a waiter left asleep with its completion in the CQ and the core
     # asleep, unarmed, no timer.

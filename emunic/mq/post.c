@@ -409,7 +409,7 @@ static int precheck(const struct emunic_mq_list *lists, unsigned nlists, unsigne
 static int posted(struct emunic_dev *d, int r, unsigned flags)
 {
 	if (!r)
-		nic_submitted(d, flags & EMUNIC_POST_WAIT_NEXT);
+		nic_submitted(d, flags & EMUNIC_POST_WAIT_NEXT ? NIC_LEAVE_WAIT_NEXT : NIC_LEAVE_HAND_OVER);
 	else if (r == -ENOSPC)
 		nic_poll_assist(d);	/* room held by completions not yet polled: a retry finds it */
 	return r;

@@ -303,6 +303,7 @@ struct emunic_dev {
 	/* the ownership token (owner.c) */
 	_Atomic uint32_t held;		/* 1: someone runs the engine */
 	_Atomic uint32_t kick;		/* work was asked for while it was held */
+	_Atomic bool core_kicked;	/* by the core thread: it is awake and wants the engine */
 	_Atomic uint32_t assisting;	/* app threads running the engine while they wait */
 	_Atomic uint32_t sleepers;	/* waiters asleep (or going to sleep) on their word */
 
@@ -382,11 +383,18 @@ void nic_objtab_fini(struct nic_objtab *t);
 
 /* Control commands wait (bounded) for ring room rather than fail. */
 int nic_send_cmd(struct emunic_dev *d, uint16_t type, uint8_t op, uint32_t obj, uint32_t aux);
+/* How a posting thread leaves the engine once its commands ran. */
+enum nic_leave {
+	NIC_LEAVE_HAND_OVER,	/* run the passes others asked for meanwhile, hand the rest to the core */
+	NIC_LEAVE_WAIT_NEXT,	/* it waits on d right after (EMUNIC_POST_WAIT_NEXT): as an assisting
+				 * thread, without handing the engine over to the core */
+	NIC_LEAVE_TO_CORE,	/* work the core thread asked for meanwhile is the core's (nic_unown_posted):
+				 * a triggered op or counter change may start a chain of any length, the NIC's
+				 * to run, not the application's */
+};
 /* The app published commands: run them now if the engine is free, else
- * make sure whoever runs it does.  wait_next: the caller waits on d right
- * after (EMUNIC_POST_WAIT_NEXT), so it leaves as an assisting thread does,
- * without handing the engine over to the core. */
-void nic_submitted(struct emunic_dev *d, bool wait_next);
+ * make sure whoever runs it does. */
+void nic_submitted(struct emunic_dev *d, enum nic_leave how);
 
 /* ---- owner.c: the ownership token --------------------------------------------------- */
 
@@ -395,6 +403,11 @@ bool nic_own(struct emunic_dev *d);
 /* Gives it back; work asked for meanwhile is run first, or handed on.
  * True when it ran a pass for such work (or left it to the core). */
 bool nic_unown(struct emunic_dev *d);
+/* As nic_unown, for an application thread that posted and goes back to its
+ * own work: work the core thread asked for is left to the core. */
+bool nic_unown_posted(struct emunic_dev *d);
+/* Takes a kick over: the holder's next pass serves it. */
+void nic_take_kick(struct emunic_dev *d);
 /* This thread holds the token (it is inside the engine: a handler, say). */
 bool nic_owned(const struct emunic_dev *d);
 /* Asks whoever holds the token for one more pass. */

@@ -166,13 +166,13 @@ int nic_send_cmd(struct emunic_dev *d, uint16_t type, uint8_t op, uint32_t obj, 
 			t0 = emunic_now_ns();
 		else if (emunic_now_ns() - t0 > 1000 * EMUNIC_NS_PER_MS)
 			return emunic_err(-ENOSPC, "command ring full for 1 s: is the engine stuck?");
-		nic_submitted(d, false);	/* drain it ourselves if we can */
+		nic_submitted(d, NIC_LEAVE_HAND_OVER);	/* drain it ourselves if we can */
 	}
-	nic_submitted(d, false);
+	nic_submitted(d, NIC_LEAVE_HAND_OVER);
 	return 0;
 }
 
-void nic_submitted(struct emunic_dev *d, bool wait_next)
+void nic_submitted(struct emunic_dev *d, enum nic_leave how)
 {
 	if (nic_owned(d)) {		/* posted from inside the engine (a handler) */
 		nic_kick(d);
@@ -181,10 +181,12 @@ void nic_submitted(struct emunic_dev *d, bool wait_next)
 	nic_kick(d);
 	if (!nic_own(d))
 		return;			/* the holder runs it (it sees the kick) */
-	atomic_store_explicit(&d->kick, 0, memory_order_relaxed);
+	nic_take_kick(d);
 	nic_pass(d);
-	if (!wait_next) {
+	if (how == NIC_LEAVE_HAND_OVER) {
 		nic_unown(d);		/* hands over to the core what is left */
+	} else if (how == NIC_LEAVE_TO_CORE) {
+		nic_unown_posted(d);
 	} else {
 		/* Leaves as an assisting waiter would: its wait is next, and
 		 * hands over when it ends (assist.c). */

@@ -9,6 +9,11 @@
  * SQ_NEED_WAKEUP handshake), so either the holder runs one more pass or the
  * requester gets the token.
  *
+ * A kick the core thread made (core_kicked: a completion woke it while an
+ * application thread held the token) is run by that holder only if it
+ * stays in the engine's business (an MQ post, a wait); a triggered op's or
+ * counter's post leaves it to the core (nic_unown_posted).
+ *
  * An application thread that gives the token back hands the engine over to
  * the core thread: if work is left that the core must move (engine.c
  * nic_urgent: a unit's, a QP stalled for verbs room), the core's timer is
@@ -106,8 +111,14 @@ static void hand_over(struct emunic_dev *d)
 }
 
 /* idle: the holder changed nothing, so the hand-over whoever left the
- * work made still stands (only a kick's extra pass needs a new one). */
-static bool unown(struct emunic_dev *d, bool idle)
+ * work made still stands (only a kick's extra pass needs a new one).
+ * posted: an application thread that posted and goes back to its work; a
+ * kick of the core thread's (a completion woke it while this thread held
+ * the token) is then the core's to serve, not this thread's: the core is
+ * awake, and the passes that kick asks for would run the offloaded work on
+ * the application's thread (a triggered chain started by emunic_ct_inc ran
+ * up to UNOWN_ROUNDS puts of itself inside the call). */
+static bool unown(struct emunic_dev *d, bool idle, bool posted)
 {
 	for (int round = 0;; round++) {
 		if (!is_core && !(idle && round == 0))
@@ -117,20 +128,35 @@ static bool unown(struct emunic_dev *d, bool idle)
 		atomic_thread_fence(memory_order_seq_cst);
 		if (!atomic_load_explicit(&d->kick, memory_order_relaxed))
 			return round > 0;
-		if (round == UNOWN_ROUNDS) {
-			nic_doorbell(d);	/* the core takes it from here */
+		if (round == UNOWN_ROUNDS || (posted && atomic_load(&d->core_kicked))) {
+			/* The core takes it from here: the kick stays set, so a
+			 * core not yet asleep does not sleep (core_sleep looks
+			 * at it after marking itself sleeping; nic_doorbell
+			 * rings if it is). */
+			nic_doorbell(d);
 			return true;
 		}
 		if (!nic_own(d))
 			return round > 0;	/* the new holder sees the kick */
-		atomic_store_explicit(&d->kick, 0, memory_order_relaxed);
+		nic_take_kick(d);
 		nic_pass(d);
 	}
 }
 
 bool nic_unown(struct emunic_dev *d)
 {
-	return unown(d, false);
+	return unown(d, false, false);
+}
+
+bool nic_unown_posted(struct emunic_dev *d)
+{
+	return unown(d, false, !is_core);
+}
+
+void nic_take_kick(struct emunic_dev *d)
+{
+	atomic_store_explicit(&d->kick, 0, memory_order_relaxed);
+	atomic_store_explicit(&d->core_kicked, false, memory_order_relaxed);
 }
 
 bool nic_poll_assist(struct emunic_dev *d)
@@ -148,12 +174,12 @@ bool nic_poll_assist(struct emunic_dev *d)
 	 * behind an MQ's WAIT where the core shares the CPUs).  What they make
 	 * runnable (a WAIT satisfied, room freed), this thread runs. */
 	if (!d->inflight || nic_urgent(d)) {
-		n = unown(d, true);	/* a kick's rounds may run passes */
+		n = unown(d, true, false);	/* a kick's rounds may run passes */
 	} else {
 		n = nic_verbs_poll(d);
 		if (n && nic_urgent(d))
 			n += nic_pass(d);
-		n = unown(d, n == 0) || n > 0;
+		n = unown(d, n == 0, false) || n > 0;
 	}
 	nic_notices_out(d);
 	return n;

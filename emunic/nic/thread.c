@@ -253,6 +253,7 @@ static void *core_main(void *arg)
 			/* Whatever woke the core (its timer, say) is now the
 			 * holder's to see: it runs one more pass and hands over
 			 * again when it leaves (or the token is free by now). */
+			atomic_store(&d->core_kicked, true);
 			nic_kick(d);
 			if (!nic_own(d)) {
 				if (d->uring) {
@@ -265,7 +266,7 @@ static void *core_main(void *arg)
 				continue;
 			}
 		}
-		atomic_store(&d->kick, 0);
+		nic_take_kick(d);
 		atomic_store(&d->need_core, false);
 		n = nic_pass(d);
 		d->st.core_passes++;

@@ -213,7 +213,7 @@ static int post(struct emunic_dev *d, const struct emunic_op *ops, struct emunic
 		atomic_fetch_sub(&t->used, ntrig);
 		return r;
 	}
-	nic_submitted(d, false);
+	nic_submitted(d, NIC_LEAVE_TO_CORE);
 	return 0;
 }
 
