@@ -71,7 +71,7 @@
  * either sees, are merged (each merge says why); the interleavings the
  * protocols are about (a kick against a release, a hand_over against a
  * waiter leaving, a bump against a sleeper) stay apart.  UNOWN_ROUNDS is 1,
- * not owner.c:22's 4 (any value takes the doorbell path); the assist budget
+ * not owner.c's UNOWN_ROUNDS, 4 (any value takes the doorbell path); the assist budget
  * is "up to MAXTRY passes, or fewer" (time may pass at any point); the
  * core's idle spin (EMUNIC_SPIN_US) is zero.
  */
@@ -96,9 +96,9 @@
 #endif
 
 /* the core's timer deadline (wake_ns), earliest first */
-#define SOON 1		/* owner.c:77-79: now + handover_ns(), urgent */
-#define LAZY 2		/* owner.c:80-81, thread.c:170: now + LAZY_NS */
-#define NEVER 3		/* UINT64_MAX, or thread.c:170's SLEEP_MAX safety net */
+#define SOON 1		/* owner.c hand_over: now + handover_ns(), urgent */
+#define LAZY 2		/* owner.c hand_over, thread.c prepare_sleep: now + LAZY_NS */
+#define NEVER 3		/* UINT64_MAX, or prepare_sleep's SLEEP_MAX safety net */
 
 #ifdef NO_LAZY
 #define TIMER_DUE (wake == SOON)
@@ -106,7 +106,7 @@
 #define TIMER_DUE (wake == SOON || wake == LAZY)
 #endif
 
-/* the device (nic.h:282-300) */
+/* the device (nic.h, struct emunic_dev) */
 bit held, kick, core_kicked, sleeping, stop;
 byte assisting;
 byte nsleep;			/* d->sleepers: waiters asleep or going to sleep */
@@ -129,7 +129,7 @@ byte owners;
 
 #define pending (inflight > 0 || len(ring) > 0)	/* engine.c:59-67 */
 
-/* owner.c:28-35 (the relaxed pre-load is a shortcut: the exchange decides) */
+/* owner.c nic_own (the relaxed pre-load is a shortcut: the exchange decides) */
 inline own(ok)
 {
 	ok = 1 - held; held = 1;
@@ -203,7 +203,7 @@ inline engine_late()
 }
 
 /* nic_own, then a pass if it got the token (clearing kick first where the
- * caller does: objs.c:165, owner.c:108).  One step: what happens
+ * caller does, nic_take_kick: objs.c nic_submitted, owner.c unown).  One step: what happens
  * between the exchange and the pass's reads is seen by the pass or after
  * it either way, and everything the pass writes is the holder's. */
 inline take_and_run(ok, n, clear)
@@ -262,7 +262,7 @@ inline doorbell()
 	fi
 }
 
-/* owner.c:60-90, under the token (need_core is never set here: no event
+/* owner.c hand_over, under the token (need_core is never set here: no event
  * handlers; no unit deadlines) */
 inline hand_over()
 {
@@ -309,7 +309,7 @@ inline unown(is_core, posted)
 		k = kick;
 		atomic { owners--; held = 0 };
 #else
-		/* clear held, fence, look at kick (owner.c:97-100) */
+		/* clear held, fence, look at kick (owner.c unown) */
 		atomic { owners--; held = 0; k = kick };
 #endif
 		ck = posted && core_kicked;
@@ -334,7 +334,7 @@ inline unown(is_core, posted)
 	d_step { round = 0; k = 0; ck = 0; uok = 0; un = 0 }
 }
 
-/* drain_fds, thread.c:130-154: what fired is read (the timerfd: wake_ns
+/* drain_fds, thread.c: what fired is read (the timerfd: wake_ns
  * back to UINT64_MAX) */
 inline drain_fds()
 {
@@ -351,8 +351,8 @@ inline drain_fds()
 	nap = 0
 }
 
-/* thread.c:176-232: announce the sleep, then look for work (the stores and
- * loads of 193-198 in one step: the doorbell's look at `sleeping` and a
+/* thread.c core_sleep: announce the sleep, then look for work (the stores and
+ * loads after `sleeping = 1` in one step: the doorbell's look at `sleeping` and a
  * requester's kick fall on either side of it) */
 inline core_sleep()
 {
@@ -370,7 +370,7 @@ inline core_sleep()
 	fi
 }
 
-/* thread.c:160-178, under the token: arm the completion channel if work
+/* thread.c prepare_sleep, under the token: arm the completion channel if work
  * waits for a completion and no app thread polls, poll for what came
  * before the arming (a command posted meanwhile kicked: unown runs it),
  * set the timer.  One step: what others do meanwhile (a
@@ -392,7 +392,7 @@ inline prepare_sleep(n)
 	engine_late()
 }
 
-/* thread.c:239-297 */
+/* thread.c core_main */
 proctype core()
 {
 	bit ok, uok, k, ck, nap, assisted, urgent;
@@ -401,7 +401,7 @@ proctype core()
 	do
 	:: stop -> break
 	:: else ->
-		/* nic_own; if held, nic_kick and nic_own again (250-255):
+		/* nic_own; if held, nic_kick and nic_own again (core_main's first lines):
 		 * one step, as the second try can only fail too unless the
 		 * holder let go in between, which is the same as letting go
 		 * before the first */
@@ -424,7 +424,7 @@ proctype core()
 		if
 		:: !ok -> core_sleep()
 		:: ok && n == 0 ->
-			/* idle: prepare, hand back, sleep (268-277) */
+			/* idle: prepare, hand back, sleep */
 			prepare_sleep(n);
 			unown(1, 0);
 #ifndef AS_CODED_D1
@@ -492,7 +492,7 @@ proctype app(byte i)
 	byte n, un, id, round, want, snap, tries, worked, late;
 
 	/* post: publish the command (mq/post.c:381), then nic_submitted
-	 * (objs.c:156-168): kick, take the token, run a pass.  One step: a
+	 * (objs.c): kick, take the token, run a pass.  One step: a
 	 * holder that looks at kick, or the core that looks at the ring and
 	 * kick, sees both or neither. */
 	atomic {
@@ -512,7 +512,8 @@ proctype app(byte i)
 #endif
 	/* A post leaves as a triggered op's does (NIC_LEAVE_TO_CORE: a kick
 	 * of the core's is the core's); -DPOST_HAND_OVER, as an MQ post's
-	 * (NIC_LEAVE_HAND_OVER, NIC_LEAVE_WAIT_NEXT: nic_unown). */
+	 * (NIC_LEAVE_HAND_OVER: nic_unown; NIC_LEAVE_WAIT_NEXT's count in
+	 * `assisting` is not modelled). */
 	if
 #ifdef POST_HAND_OVER
 	:: ok -> unown(0, 0)
@@ -566,7 +567,7 @@ init {
 	};
 	finished == NAPP;
 	assert(finished == NAPP);
-	/* nic_core_stop, thread.c:306-317 */
+	/* nic_core_stop, thread.c */
 	stop = 1;
 	sleeping = 1;
 	doorbell()

@@ -303,7 +303,7 @@ struct emunic_dev {
 	/* the ownership token (owner.c) */
 	_Atomic uint32_t held;		/* 1: someone runs the engine */
 	_Atomic uint32_t kick;		/* work was asked for while it was held */
-	_Atomic bool core_kicked;	/* by the core thread: it is awake and wants the engine */
+	_Atomic bool core_kicked;	/* a hint: the kick is (also) the core thread's (owner.c) */
 	_Atomic uint32_t assisting;	/* app threads running the engine while they wait */
 	_Atomic uint32_t sleepers;	/* waiters asleep (or going to sleep) on their word */
 
@@ -410,6 +410,8 @@ bool nic_unown_posted(struct emunic_dev *d);
 void nic_take_kick(struct emunic_dev *d);
 /* This thread holds the token (it is inside the engine: a handler, say). */
 bool nic_owned(const struct emunic_dev *d);
+/* This thread holds some device's token (it is inside an engine). */
+bool nic_in_engine(void);
 /* Asks whoever holds the token for one more pass. */
 void nic_kick(struct emunic_dev *d);
 /* This thread may run event-queue handlers (the core thread, and threads

@@ -179,6 +179,15 @@ void nic_submitted(struct emunic_dev *d, enum nic_leave how)
 		return;
 	}
 	nic_kick(d);
+	if (nic_in_engine()) {
+		/* A handler inside another device's engine: this thread
+		 * must not run a second engine (owner.c keeps one owned
+		 * device a thread); d's core takes it (a holder sees the
+		 * kick, a core going to sleep sees it, a sleeping one the
+		 * doorbell). */
+		nic_doorbell(d);
+		return;
+	}
 	if (!nic_own(d))
 		return;			/* the holder runs it (it sees the kick) */
 	nic_take_kick(d);

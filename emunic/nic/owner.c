@@ -9,10 +9,15 @@
  * SQ_NEED_WAKEUP handshake), so either the holder runs one more pass or the
  * requester gets the token.
  *
- * A kick the core thread made (core_kicked: a completion woke it while an
- * application thread held the token) is run by that holder only if it
- * stays in the engine's business (an MQ post, a wait); a triggered op's or
- * counter's post leaves it to the core (nic_unown_posted).
+ * A kick the core thread made (core_kicked: whatever woke it, a completion,
+ * its timer or the doorbell, found the token held) is run by that holder
+ * only if it stays in the engine's business (an MQ post, a wait); a
+ * triggered op's or counter's post leaves it to the core (nic_unown_posted),
+ * with the doorbell, as the core may be asleep by then.  core_kicked is a
+ * hint, not state: an application's kick merged into the core's goes to the
+ * core, and a core's kick whose flag another holder's nic_take_kick cleared
+ * in between is run by the poster, as before; either way the kick is
+ * served (spec/token.pml), only by another thread.
  *
  * An application thread that gives the token back hands the engine over to
  * the core thread: if work is left that the core must move (engine.c
@@ -49,6 +54,11 @@ bool nic_own(struct emunic_dev *d)
 bool nic_owned(const struct emunic_dev *d)
 {
 	return owner_of == d;
+}
+
+bool nic_in_engine(void)
+{
+	return owner_of != NULL;
 }
 
 static uint64_t handover_ns(void)
@@ -113,11 +123,11 @@ static void hand_over(struct emunic_dev *d)
 /* idle: the holder changed nothing, so the hand-over whoever left the
  * work made still stands (only a kick's extra pass needs a new one).
  * posted: an application thread that posted and goes back to its work; a
- * kick of the core thread's (a completion woke it while this thread held
- * the token) is then the core's to serve, not this thread's: the core is
- * awake, and the passes that kick asks for would run the offloaded work on
- * the application's thread (a triggered chain started by emunic_ct_inc ran
- * up to UNOWN_ROUNDS puts of itself inside the call). */
+ * kick of the core thread's (made while this thread held the token) is
+ * then the core's to serve, not this thread's: the passes that kick asks
+ * for would run the offloaded work on the application's thread (a
+ * triggered chain started by emunic_ct_inc ran up to UNOWN_ROUNDS puts of
+ * itself inside the call). */
 static bool unown(struct emunic_dev *d, bool idle, bool posted)
 {
 	for (int round = 0;; round++) {
