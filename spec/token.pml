@@ -71,9 +71,9 @@
  * either sees, are merged (each merge says why); the interleavings the
  * protocols are about (a kick against a release, a hand_over against a
  * waiter leaving, a bump against a sleeper) stay apart.  UNOWN_ROUNDS is 1,
- * not owner.c's UNOWN_ROUNDS, 4 (any value takes the doorbell path); the assist budget
- * is "up to MAXTRY passes, or fewer" (time may pass at any point); the
- * core's idle spin (EMUNIC_SPIN_US) is zero.
+ * not owner.c's 4 (any value takes the doorbell path); the assist budget is
+ * "up to MAXTRY passes, or fewer" (time may pass at any point); the core's
+ * idle spin (EMUNIC_SPIN_US) is zero.
  */
 
 #ifndef NWAIT
@@ -203,9 +203,10 @@ inline engine_late()
 }
 
 /* nic_own, then a pass if it got the token (clearing kick first where the
- * caller does, nic_take_kick: objs.c nic_submitted, owner.c unown).  One step: what happens
- * between the exchange and the pass's reads is seen by the pass or after
- * it either way, and everything the pass writes is the holder's. */
+ * caller does, nic_take_kick: objs.c nic_submitted, owner.c unown).  One
+ * step: what happens between the exchange and the pass's reads is seen by
+ * the pass or after it either way, and everything the pass writes is the
+ * holder's. */
 inline take_and_run(ok, n, clear)
 {
 #ifdef MUT_OWN
@@ -351,9 +352,9 @@ inline drain_fds()
 	nap = 0
 }
 
-/* thread.c core_sleep: announce the sleep, then look for work (the stores and
- * loads after `sleeping = 1` in one step: the doorbell's look at `sleeping` and a
- * requester's kick fall on either side of it) */
+/* thread.c core_sleep: announce the sleep, then look for work (the stores
+ * and loads after `sleeping = 1` in one step: the doorbell's look at
+ * `sleeping` and a requester's kick fall on either side of it) */
 inline core_sleep()
 {
 	atomic {
@@ -401,10 +402,10 @@ proctype core()
 	do
 	:: stop -> break
 	:: else ->
-		/* nic_own; if held, nic_kick and nic_own again (core_main's first lines):
-		 * one step, as the second try can only fail too unless the
-		 * holder let go in between, which is the same as letting go
-		 * before the first */
+		/* nic_own; if held, nic_kick and nic_own again (core_main's
+		 * first lines): one step, as the second try can only fail too
+		 * unless the holder let go in between, which is the same as
+		 * letting go before the first */
 #ifdef MUT_OWN
 		take_and_run(ok, n, 1);
 		if

@@ -174,18 +174,16 @@ int nic_send_cmd(struct emunic_dev *d, uint16_t type, uint8_t op, uint32_t obj, 
 
 void nic_submitted(struct emunic_dev *d, enum nic_leave how)
 {
-	if (nic_owned(d)) {		/* posted from inside the engine (a handler) */
-		nic_kick(d);
-		return;
-	}
 	nic_kick(d);
 	if (nic_in_engine()) {
-		/* A handler inside another device's engine: this thread
+		/* Posted by a handler, inside an engine.  Inside d's, this
+		 * thread's pass sees the kick.  Inside another device's, it
 		 * must not run a second engine (owner.c keeps one owned
-		 * device a thread); d's core takes it (a holder sees the
+		 * device a thread): d's core takes it (a holder sees the
 		 * kick, a core going to sleep sees it, a sleeping one the
 		 * doorbell). */
-		nic_doorbell(d);
+		if (!nic_owned(d))
+			nic_doorbell(d);
 		return;
 	}
 	if (!nic_own(d))
