@@ -202,14 +202,17 @@ def test_provision_two_nodes_between_guests(guest_pair):
     assert rc == 0, out
     assert "rdma: rxe0 present on eth0" in out, out
     assert "two-node: node 0 joins the checks in the background, node 0 at %s:7731" % ip in out, out
-    assert rcb == 0, outb
-    assert "two-node: node 1 of 2" in outb and "two-node: ok" in outb, outb
-    assert "started ranks 1..1 of 2" in outb and "started ranks 2..3 of 4" in outb, outb
     # Node 0's side ends right after node 1's: its log is in the shared dir.
+    # Read before judging node 1: when a job fails there, node 0's ranks are
+    # often the ones that failed first, and only its log says why.
     deadline = time.monotonic() + 60
     while not re.search(r"^two-node: (ok|FAILED)", read(log), re.M) and time.monotonic() < deadline:
         time.sleep(0.5)
     text = read(log)
+    both = "node 1:\n%s\nnode 0 (%s):\n%s" % (outb, log, text)
+    assert rcb == 0, both
+    assert "two-node: node 1 of 2" in outb and "two-node: ok" in outb, both
+    assert "started ranks 1..1 of 2" in outb and "started ranks 2..3 of 4" in outb, both
     assert text.rstrip().endswith("two-node: ok"), text
     assert "started ranks 0..0 of 2" in text and "started ranks 0..1 of 4" in text, text
     assert "verified (0 mismatches)" in text and "emunic-allreduce: inflight: PASS" in text, text
