@@ -99,6 +99,7 @@ class Guest:
         self.accel = None
         self.info = {}
         self.seq = 0
+        self.bell = None
 
     # -- life cycle -------------------------------------------------------
     def qemu_cmd(self):
@@ -120,6 +121,9 @@ class Guest:
             "-smp", str(self.smp), "-m", str(self.mem_mb),
             "-nodefaults", "-no-reboot", "-display", "none", "-monitor", "none",
             "-serial", "file:" + os.path.join(self.spool, "console.log"),
+            # ttyS1: the agent's doorbell (agent.sh), a FIFO pair in the spool.
+            "-chardev", "pipe,id=bell,path=" + os.path.join(self.spool, "bell"),
+            "-serial", "chardev:bell",
             "-kernel", os.path.join(BUILD, "vmlinuz"),
             "-initrd", os.path.join(BUILD, "initramfs.cpio.gz"),
             "-append", append,
@@ -136,6 +140,11 @@ class Guest:
         self.spool = os.path.join(BUILD, "spool-%d-%s" % (os.getpid(), self.name))
         shutil.rmtree(self.spool, ignore_errors=True)
         os.makedirs(self.spool)
+        # QEMU reads bell.in (what the guest's ttyS1 receives) and writes
+        # bell.out; the agent's tty does not echo, so bell.out stays empty.
+        for end in ("in", "out"):
+            os.mkfifo(os.path.join(self.spool, "bell." + end))
+        self.bell = os.open(os.path.join(self.spool, "bell.in"), os.O_RDWR | os.O_NONBLOCK)
         self.t0 = time.monotonic()
         with open(os.path.join(self.spool, "qemu.log"), "w") as log:
             self.proc = spawn_owned(self.qemu_cmd(), stdin=subprocess.DEVNULL,
@@ -189,6 +198,7 @@ class Guest:
             return
         if self.proc.poll() is None:
             open(os.path.join(self.spool, "shutdown"), "w").close()
+            self.ring()
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
@@ -196,6 +206,9 @@ class Guest:
         _live.discard(self)
         shutil.rmtree(self.spool, ignore_errors=True)
         self.proc = None
+        if self.bell is not None:
+            os.close(self.bell)
+            self.bell = None
 
     # -- jobs -------------------------------------------------------------
     def submit(self, cmd, timeout=600, cwd=None, env=None):
@@ -213,7 +226,16 @@ class Guest:
         with open(p("tmp"), "w") as f:
             f.write(script + cmd + "\n")
         os.rename(p("tmp"), p("job"))
+        self.ring()
         return jid, timeout
+
+    def ring(self):
+        """Wakes the agent (agent.sh's nap); a full pipe means it has rings
+        enough to look, and without a bell it looks within 1 s anyway."""
+        try:
+            os.write(self.bell, b"\n")
+        except (OSError, TypeError):
+            pass
 
     def wait(self, job, stream=None):
         """Wait for a job; returns (status, output).  Streams output if asked.
@@ -346,7 +368,7 @@ def info(boot_timeout):
 
 
 def said_timeout(rc, name, timeout):
-    """The guest's agent runs a job under timeout(1), whose status is 124; the
+    """The guest's agent ends a job at its limit as timeout(1) would, status 124; the
     command's own time limit (emunic-run -t) exits 124 too, so both are named."""
     if rc == 124:
         print("guest.py: %s: exit 124: a time limit ran out (guest.py --timeout %d s, or the command's "
