@@ -127,9 +127,12 @@ int emunic_ibarrier(struct emunic_coll *c, struct emunic_coll_req **req);
  * order; after a reduce-scatter each block's result is copied, not
  * recomputed), though the two algorithms associate differently.
  * -EINVAL: an op x type pair emunic_calc_check rejects; -EMSGSIZE: more than
- * max_bytes; -ENOSPC (nonblocking form): three in flight.  Allreduces
- * complete in the order posted; from a failed one on, each fails with its
- * error.
+ * max_bytes; -ENOSPC (nonblocking form): three in flight, or the sends of
+ * the allreduce four back (whose buffer slot this one takes) not yet
+ * complete, which may outlast its request when the peers' acknowledgements
+ * are slow, as across machines (retry; the blocking form does).
+ * Allreduces complete in the order posted; from a failed one on, each
+ * fails with its error.
  */
 int emunic_iallreduce(struct emunic_coll *c, const void *sbuf, void *rbuf, size_t count, int type, int op,
 		      struct emunic_coll_req **req);
