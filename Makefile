@@ -10,6 +10,8 @@ CC       ?= cc
 PYTHON   ?= /usr/bin/python3
 SAN      ?=
 O        := $(if $(SAN),build/san,build)
+# make test's and make demo's builds use every CPU (on 2 cores: 40 s, not 85).
+NPROC    := $(shell nproc 2>/dev/null || echo 2)
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototypes \
             -Wpointer-arith -Wformat=2 -Wno-format-nonliteral
@@ -138,12 +140,12 @@ guest:
 	@guest-images/build.sh build/guest
 
 demo: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(NPROC) all
 	@scripts/on-rxe.sh scripts/demo.sh
 
 test: deps
-	@$(MAKE) --no-print-directory all hdrcheck
-	@$(MAKE) --no-print-directory SAN=1 all
+	@$(MAKE) --no-print-directory -j$(NPROC) all hdrcheck
+	@$(MAKE) --no-print-directory -j$(NPROC) SAN=1 all
 	@$(PYTHON) -m pytest -q --durations=25 $(sort $(wildcard tests/test_*.py)) tests/soak $(PYTEST_ARGS)
 
 # Pictures shaped like the seed papers' figures (plots/): one short benchmark

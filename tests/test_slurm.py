@@ -23,6 +23,7 @@ CLUSTER = os.path.join(ROOT, "scripts", "slurm", "cluster.sh")
 RUN = BIN + "/emunic-run"
 BENCH = BIN + "/emunic-bench"
 BARRIER_ARGS = "barrier --iters 10 --warmup 2 --sweep-iters 2"
+GUEST_FIXTURES = ("rxe",)      # the slurm fixture's, for conftest's test order
 
 
 @pytest.fixture(scope="module")
