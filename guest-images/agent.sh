@@ -46,21 +46,23 @@ printf 'uptime=%s\nrxe=%s\nstate=%s\nhost=%s\nip=%s\nsiw=%s\nsiw_state=%s\nsiw_i
 mv "$spool/ready.tmp" "$spool/ready"
 
 # Under TCG every program the guest starts costs 0.04-0.1 s (exec, the
-# dynamic loader, files over 9p), so the loop below starts none: bash
-# builtins only, and a job is a fork (run_job).  The host renames a whole
-# <id>.job into place; the agent remembers which it started instead of
-# renaming them, and writes <id>.rc with one write ending in a newline,
-# which the host waits for.
+# dynamic loader, files over 9p), so the loop below starts none (stty and
+# mkfifo run once, here): bash builtins only, and a job is a fork.  The
+# host renames a whole <id>.job into place; the agent remembers which it
+# started instead of renaming them, and writes <id>.rc with one write
+# ending in a newline, which the host waits for.
 #
 # Between looks the agent sleeps on the host's doorbell, the second serial
-# port (guest.py writes a newline to it after each job and for shutdown), with
-# a 1 s look anyway should a ring be missed.  Looking every 50 ms instead (a
-# readdir and a stat over 9p each time) cost an idle guest ~23% of a host CPU
-# against ~4% (QEMU's CPU time over 10 s, guest idle), taken from whichever
-# guest or test was running beside it.  A QEMU without the port gets the
-# 50 ms looks (a FIFO no one writes to is the sleep).
+# port (guest.py writes a newline to it after placing each job and for
+# shutdown), with a 1 s look anyway should a ring be missed.  Looking every
+# 50 ms instead (a readdir and a stat over 9p each time) cost an idle guest
+# ~23% of a host CPU against ~4% (QEMU's CPU time over 10 s, guest idle),
+# taken from whichever guest or test was running beside it.  A QEMU without
+# the port gets the 50 ms looks (a FIFO no one writes to is the sleep).
+# clocal: the open must not wait for a carrier.
 bell=/dev/ttyS1 nap_s=1
-if ! { stty -F "$bell" raw -echo 2>/dev/null && exec {nap}< "$bell"; }; then
+if ! { stty -F "$bell" raw -echo clocal 2>/dev/null && exec {nap}< "$bell"; }; then
+    say "no doorbell on $bell: looking for jobs every 50 ms"
     nap_s=0.05
     mkfifo /run/agent.nap && exec {nap}<> /run/agent.nap
 fi
@@ -69,52 +71,15 @@ declare -A started
 
 # A job runs in a forked copy of this shell, not in `timeout bash JOB`:
 # under TCG those two execs were ~210 ms of a no-op job's 310 (end to end,
-# from the host; 100 ms now).  As timeout(1) does, it gets a process group of its own (set -m)
-# which a watchdog sends TERM at the limit and KILL 5 s later; the status
-# is then 124, or 137 if it took the KILL.  The job sees what `bash JOB`
-# would: exported variables only, bash's default options, no agent fds.
+# from the host; 100 ms now).  As timeout(1) does, it gets a process group
+# of its own (set -m), which a watchdog sends TERM (and CONT) at the limit
+# and KILL 5 s later; the status is then 124, or 137 if it took the KILL.
+# The job sees what `bash JOB` would (exported variables only, bash's
+# default options, no arguments, no agent fds, not inside a function) but
+# for $$ and $PPID, which are the agent's.
 mkfifo /run/agent.sleep && exec {sleeper}<> /run/agent.sleep     # no writer: read -t sleeps
-agent_vars="spool ip host netdev rxe siw siwnet siwip err state siwstate uptime bell nap_s nap sleeper
-            started job id agent_vars"
-
-run_job() {
-    local id=$1 t= dir= pid wd rc fired
-    # The host writes both without a newline: read sets them, then says EOF.
-    read -r t < "$spool/$id.timeout" || [ -n "$t" ] || t=600
-    read -r dir < "$spool/$id.cwd" || [ -n "$dir" ] || dir=/
-    set -m
-    (
-        set +m
-        shopt -u nullglob
-        BASH_ARGV0=$spool/$id.job
-        exec {nap}<&- {sleeper}<&-
-        cd "$dir" || exit
-        unset -v $agent_vars t dir pid wd rc fired
-        unset -f poweroff_now say nap run_job
-        . "$0"
-    ) > "$spool/$id.out" 2>&1 < /dev/null &
-    pid=$!
-    (
-        fired=0
-        trap 'exit $fired' TERM
-        read -r -t "$t" -u "$sleeper" _
-        fired=124
-        kill -TERM -- "-$pid" 2>/dev/null || exit 0
-        read -r -t 5 -u "$sleeper" _
-        fired=137
-        kill -KILL -- "-$pid" 2>/dev/null || exit 124
-        exit 137
-    ) &
-    wd=$!
-    set +m
-    wait "$pid"
-    rc=$?
-    kill -TERM "$wd" 2>/dev/null
-    wait "$wd"
-    fired=$?
-    [ "$fired" -eq 124 ] || [ "$fired" -eq 137 ] && rc=$fired
-    echo $rc > "$spool/$id.rc"
-}
+agent_vars="arg spool ip host netdev rxe siw siwnet siwip err state siwstate uptime bell nap_s nap sleeper
+            started job id t dir pid wd rc fired agent_vars"
 
 shopt -s nullglob
 while :; do
@@ -124,7 +89,48 @@ while :; do
         id=${id%.job}
         [ -n "${started[$id]}" ] && continue
         started[$id]=1
-        run_job "$id" &
+        # The job's supervisor, in the background; its stderr (job
+        # control's "Killed" lines) goes nowhere.
+        (
+            t= dir=
+            # The host writes both without a newline: read sets them, then says EOF.
+            read -r t < "$spool/$id.timeout" || [ -n "$t" ] || t=600
+            read -r dir < "$spool/$id.cwd" || [ -n "$dir" ] || dir=/
+            set -m
+            (
+                set +m
+                shopt -u nullglob
+                BASH_ARGV0=$spool/$id.job
+                exec {nap}<&- {sleeper}<&-
+                cd "$dir" || exit
+                unset -v $agent_vars
+                unset -f poweroff_now say nap
+                set --
+                . "$0"
+            ) > "$spool/$id.out" 2>&1 < /dev/null &
+            pid=$!
+            (
+                fired=0
+                trap 'exit $fired' TERM
+                read -r -t "$t" -u "$sleeper" _
+                fired=124
+                kill -TERM -- "-$pid" 2>/dev/null || exit 0
+                kill -CONT -- "-$pid" 2>/dev/null
+                read -r -t 5 -u "$sleeper" _
+                fired=137
+                kill -KILL -- "-$pid" 2>/dev/null || exit 124
+                exit 137
+            ) &
+            wd=$!
+            set +m
+            wait "$pid"
+            rc=$?
+            kill -TERM "$wd" 2>/dev/null
+            wait "$wd"
+            fired=$?
+            [ "$fired" -eq 124 ] || [ "$fired" -eq 137 ] && rc=$fired
+            echo $rc > "$spool/$id.rc"
+        ) 2> /dev/null &
     done
     nap
 done

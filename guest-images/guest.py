@@ -146,9 +146,13 @@ class Guest:
             os.mkfifo(os.path.join(self.spool, "bell." + end))
         self.bell = os.open(os.path.join(self.spool, "bell.in"), os.O_RDWR | os.O_NONBLOCK)
         self.t0 = time.monotonic()
-        with open(os.path.join(self.spool, "qemu.log"), "w") as log:
-            self.proc = spawn_owned(self.qemu_cmd(), stdin=subprocess.DEVNULL,
-                                    stdout=log, stderr=subprocess.STDOUT)
+        try:
+            with open(os.path.join(self.spool, "qemu.log"), "w") as log:
+                self.proc = spawn_owned(self.qemu_cmd(), stdin=subprocess.DEVNULL,
+                                        stdout=log, stderr=subprocess.STDOUT)
+        except BaseException:
+            self.close_bell()
+            raise
         _live.add(self)
 
     def wait_ready(self):
@@ -192,6 +196,12 @@ class Guest:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
         _live.discard(self)
+        self.close_bell()
+
+    def close_bell(self):
+        if self.bell is not None:
+            os.close(self.bell)
+            self.bell = None
 
     def shutdown(self, timeout=10):
         if self.proc is None:
@@ -206,9 +216,7 @@ class Guest:
         _live.discard(self)
         shutil.rmtree(self.spool, ignore_errors=True)
         self.proc = None
-        if self.bell is not None:
-            os.close(self.bell)
-            self.bell = None
+        self.close_bell()
 
     # -- jobs -------------------------------------------------------------
     def submit(self, cmd, timeout=600, cwd=None, env=None):
