@@ -39,19 +39,13 @@ static int im_allreduce(struct coll_impl *im, const double *s, double *r, size_t
 	return im->ops->call(im->h, &c);
 }
 
-/* post, work for `work` loop iterations, wait.  A post is retried on
- * -ENOSPC, within the bound: after every earlier one was waited it may
- * still find the sends of the allreduce four back unacknowledged
- * (include/emunic/coll.h). */
+/* post (retried on -ENOSPC: the sends of the allreduce four back may be
+ * unacknowledged), work for `work` loop iterations, wait. */
 static int im_overlapped(struct coll_impl *im, const double *s, double *r, size_t n, uint64_t work, int timeout_ms)
 {
 	struct emunic_coll_call c = ar_call(s, r, n);
-	int64_t deadline = bench_mono_ns() + (int64_t)timeout_ms * 1000000;
 	void *q;
-	int rc;
-
-	while ((rc = im->ops->start(im->h, &c, &q)) == -ENOSPC && bench_mono_ns() < deadline)
-		;
+	int rc = bench_coll_start(im, &c, &q, timeout_ms);
 
 	bench_nops(work);
 	return rc ? rc : im->ops->wait(q, timeout_ms);

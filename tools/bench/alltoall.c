@@ -41,12 +41,14 @@ static int im_alltoall(struct coll_impl *im, const void *sbuf, void *rbuf, size_
 	return im->ops->call(im->h, &c);
 }
 
-static int im_ialltoall(struct coll_impl *im, const void *sbuf, void *rbuf, size_t block, void **q)
+/* -ENOSPC only while an earlier call's copies or landing segments are not
+ * yet free: retried until timeout_ms (0: one try). */
+static int im_ialltoall(struct coll_impl *im, const void *sbuf, void *rbuf, size_t block, void **q, int timeout_ms)
 {
 	struct emunic_coll_call c = { .sbuf = sbuf, .rbuf = rbuf, .count = block };
 
 	*q = NULL;
-	return im->ops->start(im->h, &c, q);
+	return bench_coll_start(im, &c, q, timeout_ms);
 }
 
 static int im_wait(struct coll_impl *im, void **q, int timeout_ms)
@@ -54,25 +56,12 @@ static int im_wait(struct coll_impl *im, void **q, int timeout_ms)
 	return im->ops->wait(*q, timeout_ms);
 }
 
-/* -ENOSPC only while an earlier call's copies or landing segments are not
- * yet free: retried, within the bound. */
-static int im_ialltoall_retry(struct coll_impl *im, const void *sbuf, void *rbuf, size_t block, void **q,
-			      int timeout_ms)
-{
-	int64_t deadline = bench_mono_ns() + (int64_t)timeout_ms * 1000000;
-	int rc;
-
-	while ((rc = im_ialltoall(im, sbuf, rbuf, block, q)) == -ENOSPC && bench_mono_ns() < deadline)
-		;
-	return rc;
-}
-
 /* post, work for `work` loop iterations, wait. */
 static int im_overlapped(struct coll_impl *im, const void *sbuf, void *rbuf, size_t block, uint64_t work,
 			 int timeout_ms)
 {
 	void *q;
-	int rc = im_ialltoall_retry(im, sbuf, rbuf, block, &q, timeout_ms);
+	int rc = im_ialltoall(im, sbuf, rbuf, block, &q, timeout_ms);
 
 	bench_nops(work);
 	return rc ? rc : im_wait(im, &q, timeout_ms);
@@ -144,13 +133,13 @@ static int check_inflight(struct bench *b, const struct coll_opts *o, struct col
 
 	for (int k = 0; !r && k < AA_INFLIGHT; k++) {
 		fill(b, sbuf[k], rbuf[k], block, (unsigned)(100 + k));
-		r = im_ialltoall(im, sbuf[k], rbuf[k], block, &q[k]);
+		r = im_ialltoall(im, sbuf[k], rbuf[k], block, &q[k], 0);
 		while (r == -ENOSPC && waited < posted) {
 			r = im_wait(im, &q[waited++], o->timeout_ms);
-			r = r ? r : im_ialltoall(im, sbuf[k], rbuf[k], block, &q[k]);
+			r = r ? r : im_ialltoall(im, sbuf[k], rbuf[k], block, &q[k], 0);
 		}
 		if (r == -ENOSPC)
-			r = im_ialltoall_retry(im, sbuf[k], rbuf[k], block, &q[k], o->timeout_ms);
+			r = im_ialltoall(im, sbuf[k], rbuf[k], block, &q[k], o->timeout_ms);
 		if (r)
 			r = bench_err(b, r, "%s: check: ialltoall %d of %d in flight", im->name, k + 1, AA_INFLIGHT);
 		else

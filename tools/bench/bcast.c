@@ -41,36 +41,26 @@ static int im_bcast(struct coll_impl *im, void *buf, size_t bytes, int root)
 	return im->ops->call(im->h, &c);
 }
 
-static int im_ibcast(struct coll_impl *im, void *buf, size_t bytes, int root, void **q)
-{
-	struct emunic_coll_call c = { .rbuf = buf, .count = bytes, .root = root };
-
-	*q = NULL;
-	return im->ops->start(im->h, &c, q);
-}
-
 static int im_wait(struct coll_impl *im, void **q, int timeout_ms)
 {
 	return im->ops->wait(*q, timeout_ms);
 }
 
 /* -ENOSPC only while an earlier call's sends are not yet complete (the
- * root's copies): retried, within the bound. */
-static int im_ibcast_retry(struct coll_impl *im, void *buf, size_t bytes, int root, void **q, int timeout_ms)
+ * root's copies): retried until timeout_ms (0: one try). */
+static int im_ibcast(struct coll_impl *im, void *buf, size_t bytes, int root, void **q, int timeout_ms)
 {
-	int64_t deadline = bench_mono_ns() + (int64_t)timeout_ms * 1000000;
-	int rc;
+	struct emunic_coll_call c = { .rbuf = buf, .count = bytes, .root = root };
 
-	while ((rc = im_ibcast(im, buf, bytes, root, q)) == -ENOSPC && bench_mono_ns() < deadline)
-		;
-	return rc;
+	*q = NULL;
+	return bench_coll_start(im, &c, q, timeout_ms);
 }
 
 /* post, work for `work` loop iterations, wait. */
 static int im_overlapped(struct coll_impl *im, void *buf, size_t bytes, uint64_t work, int timeout_ms)
 {
 	void *q;
-	int rc = im_ibcast_retry(im, buf, bytes, BC_ROOT, &q, timeout_ms);
+	int rc = im_ibcast(im, buf, bytes, BC_ROOT, &q, timeout_ms);
 
 	bench_nops(work);
 	return rc ? rc : im_wait(im, &q, timeout_ms);
@@ -135,13 +125,13 @@ static int check_inflight(struct bench *b, const struct coll_opts *o, struct col
 		int root = (b->size - 1 + k) % b->size;
 
 		fill(b, buf[k], bytes, root, (unsigned)(100 + k));
-		r = im_ibcast(im, buf[k], bytes, root, &q[k]);
+		r = im_ibcast(im, buf[k], bytes, root, &q[k], 0);
 		while (r == -ENOSPC && waited < posted) {
 			r = im_wait(im, &q[waited++], o->timeout_ms);
-			r = r ? r : im_ibcast(im, buf[k], bytes, root, &q[k]);
+			r = r ? r : im_ibcast(im, buf[k], bytes, root, &q[k], 0);
 		}
 		if (r == -ENOSPC)
-			r = im_ibcast_retry(im, buf[k], bytes, root, &q[k], o->timeout_ms);
+			r = im_ibcast(im, buf[k], bytes, root, &q[k], o->timeout_ms);
 		if (r)
 			r = bench_err(b, r, "%s: check: ibcast %d of %d in flight (root %d)", im->name, k + 1,
 				      BC_INFLIGHT, root);

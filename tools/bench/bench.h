@@ -202,6 +202,10 @@ struct coll_bench {
 /* Parses argv, measures, reports; the exit status, or BENCH_HELP. */
 int bench_coll_main(const struct coll_bench *cb, int argc, char **argv);
 size_t bench_coll_max_size(const struct coll_opts *o);
+/* im's nonblocking start of c, retried on -ENOSPC until timeout_ms: a post
+ * may find earlier calls' sends, copies or landing segments not yet free
+ * even when every earlier request was waited (include/emunic/coll.h). */
+int bench_coll_start(struct coll_impl *im, const struct emunic_coll_call *c, void **q, int timeout_ms);
 /* A bootstrap barrier; where: "between loops", in its error. */
 int bench_coll_sync(struct bench *b, const char *where);
 /* Every rank learns whether any failed (r != 0): all stop together. */

@@ -39,6 +39,16 @@ struct coll_fig {
 	double lat, p50, slowest, overlap;
 };
 
+int bench_coll_start(struct coll_impl *im, const struct emunic_coll_call *c, void **q, int timeout_ms)
+{
+	int64_t deadline = bench_mono_ns() + (int64_t)timeout_ms * 1000000;
+	int rc;
+
+	while ((rc = im->ops->start(im->h, c, q)) == -ENOSPC && bench_mono_ns() < deadline)
+		;
+	return rc;
+}
+
 size_t bench_coll_max_size(const struct coll_opts *o)
 {
 	size_t m = 8;
