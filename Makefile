@@ -19,7 +19,7 @@ CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c11 -D_GNU_SOURCE -fPIC $(WARN) -Iinclude -I.
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 ifneq ($(SAN),)
-CFLAGS   += $(SANFLAGS)
+CFLAGS   += $(SANFLAGS) -DEMUNIC_CHECK_RULES
 LDFLAGS  += $(SANFLAGS)
 endif
 PMIX_CFLAGS := $(shell pkg-config --cflags pmix 2>/dev/null)

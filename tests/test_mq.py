@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from conftest import BIN, run_ctest
+from conftest import BIN, SANBIN, run_ctest
 
 CHECKS = {
     "held": "a held send does not execute before its enable",
@@ -34,6 +34,10 @@ CHECKS = {
     "prepared": "a prepared list (emunic_mq_prepare) is refused at prepare only by checks that do not depend "
                 "on earlier posts; each start posts it with its wr_ids moved; a start that enables more than "
                 "was posted, or whose MR was destroyed, is EINVAL and posts nothing",
+    "prepared_rules": "a prepared start's counter rules, worked out at prepare, agree with whole posts of the "
+                      "same counters: enables of all and of a count, one needing a send posted outside the "
+                      "list (refused when none is left), WAIT groups with and without WAIT_EN_LAST after a "
+                      "carried count; every send arrives once, every WAIT completes",
 }
 
 
@@ -70,6 +74,18 @@ def test_mq_rule(rxe, check):
         assert re.search(r"task 0 of the list \(SEND, wr_id 54\): its memory region was destroyed since the list "
                          r"was prepared; nothing was posted", out), out
         assert "task 0 of the list (RECV_EN, wr_id 1001): the QP was not created MANAGED_RECV" in out, out
+
+
+@pytest.mark.parametrize("check", ["prepared", "prepared_rules"])
+def test_prepared_starts_match_the_rules_task_by_task(rxe, check):
+    """The sanitizer build compiles EMUNIC_CHECK_RULES: each start the
+    precomputed rules take is also run through the rules task by task
+    (post.c), and any target or verdict they differ on aborts the rank
+    with "EMUNIC_CHECK_RULES" (a WAIT base that ignored a carried count
+    did, in a deliberate mutation, where the plain build still passed)."""
+    out = run_ctest(rxe, "%s/emunic-run -n 2 -t 120 %s/emunic-mqtest %s" % (BIN, SANBIN, check), timeout=180)
+    assert "emunic-mqtest: %s: PASS" % check in out, out
+    assert "EMUNIC_CHECK_RULES" not in out, out
 
 
 def test_a_pinned_core_is_handed_a_start_s_wait(rxe):

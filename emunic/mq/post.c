@@ -13,6 +13,7 @@
 #include "emunic/base/timeline.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -475,7 +476,35 @@ int emunic_mq_post(struct emunic_mq *mq, const struct emunic_task *tasks, unsign
  * list posted again and again with the same tasks is checked and built into
  * commands once.  A start then does only what depends on what was posted
  * before it (the counter rules above, count_task: enables, WAIT bases,
- * room) and that each object the list names is still alive. */
+ * room) and that each object the list names is still alive.
+ *
+ * The counter rules of a whole list reduce, at prepare time, to a few
+ * numbers per queue (struct prep_q): read each queue's counters once, add,
+ * compare.  A start that passes them is the common case and runs only that
+ * (start_fast); one that fails any is run again through the task-by-task
+ * rules above, which name the first bad task as a post would.  In a
+ * sanitizer build (EMUNIC_CHECK_RULES) every fast start is checked against
+ * those rules too. */
+
+/* A base a start reads from one queue's counters, and what a command's
+ * target adds to it. */
+enum { B_POSTED, B_CLAIMED, B_RQ_POSTED, B_RQ_CLAIMED, B_PER_Q };
+#define B_CQ_INDEX B_POSTED		/* cq: wait_index */
+#define B_CQ_AFTER B_CLAIMED		/* cq: wait_index + max(wait_count, m1), after a WAIT_EN_LAST */
+
+/* What a start does to one QP or CQ, as count_task would do it task by task. */
+struct prep_q {
+	struct obj *obj;
+	/* qp, per direction (0 send, 1 receive) */
+	uint32_t n[2];			/* data tasks: posted and room */
+	int64_t need[2];		/* posted - claimed must be at least this (enables of a count) */
+	bool from_posted[2];		/* an enable of count 0: claimed then follows posted */
+	uint64_t claim_end[2];		/* claimed's end: the base (claimed, or posted) plus this */
+	/* cq */
+	bool enlast;			/* a WAIT_EN_LAST: the base moves (B_CQ_AFTER) */
+	uint64_t m1;			/* the largest count up to the first WAIT_EN_LAST (all, without) */
+	uint64_t index_end, count_end;	/* after one: wait_index = B_CQ_AFTER + index_end, wait_count = count_end */
+};
 
 struct emunic_mq_prepared {
 	struct emunic_mq *mq;
@@ -485,6 +514,14 @@ struct emunic_mq_prepared {
 	struct nic_cmd *cmd;		/* the commands; a start sets targets and wr_ids */
 	struct obj **obj;		/* each object the tasks use, once */
 	unsigned *obj_task;		/* ... the first task that uses it */
+	/* the counter rules, precomputed */
+	bool fast;			/* no rule fails whatever came before: start_fast applies */
+	unsigned nq;
+	struct prep_q *q;
+	unsigned ntarget, *target;	/* the commands with a target (enables, WAITs) */
+	uint16_t *tbase;		/* per command: q index * B_PER_Q + base, or UINT16_MAX: no target */
+	uint64_t *toff;			/* ... the target is that base plus this */
+	uint64_t *base;			/* a start's bases (under the post lock) */
 };
 
 void emunic_mq_prepared_free(struct emunic_mq_prepared *pl)
@@ -495,6 +532,11 @@ void emunic_mq_prepared_free(struct emunic_mq_prepared *pl)
 	free(pl->cmd);
 	free(pl->obj);
 	free(pl->obj_task);
+	free(pl->q);
+	free(pl->target);
+	free(pl->tbase);
+	free(pl->toff);
+	free(pl->base);
 	free(pl);
 }
 
@@ -523,6 +565,83 @@ static void use_objs(struct emunic_mq_prepared *pl, unsigned i)
 		use_obj(pl, &t->mr->o, i);
 }
 
+static unsigned prep_q_of(struct emunic_mq_prepared *pl, struct obj *o)
+{
+	unsigned k;
+
+	for (k = 0; k < pl->nq; k++)
+		if (pl->q[k].obj == o)
+			return k;
+	pl->q[pl->nq++] = (struct prep_q){ .obj = o };
+	return k;
+}
+
+/* count_task over the list with every counter a symbol: each QP direction's
+ * posted P and claimed C, each CQ's wait_index A and wait_count B.  posted
+ * is P plus the data tasks so far; claimed is C plus k, or, after an enable
+ * of count 0, P plus k; a WAIT's base is A until the first WAIT_EN_LAST,
+ * then A + max(B, the counts so far) plus what later groups add.  An enable
+ * of a count checks claimed + count <= posted: with claimed on C a need on
+ * P - C, with claimed on P a fact of the list (false: no fast start). */
+static void prepare_rules(struct emunic_mq_prepared *pl)
+{
+	pl->fast = true;
+	for (unsigned i = 0; i < pl->n; i++) {
+		const struct emunic_task *t = &pl->tasks[i];
+		struct prep_q *q;
+		unsigned qi;
+
+		pl->tbase[i] = UINT16_MAX;
+		pl->toff[i] = 0;
+		if (t->op == EMUNIC_TASK_WAIT) {
+			qi = prep_q_of(pl, &t->cq->o);
+			q = &pl->q[qi];
+			if (!q->enlast) {
+				pl->tbase[i] = (uint16_t)(qi * B_PER_Q + B_CQ_INDEX);
+				pl->toff[i] = t->count;
+				if (t->count > q->m1)
+					q->m1 = t->count;
+				if (t->flags & EMUNIC_TASK_WAIT_EN_LAST)
+					q->enlast = true;	/* index_end 0, count_end 0 */
+			} else {
+				pl->tbase[i] = (uint16_t)(qi * B_PER_Q + B_CQ_AFTER);
+				pl->toff[i] = q->index_end + t->count;
+				if (t->count > q->count_end)
+					q->count_end = t->count;
+				if (t->flags & EMUNIC_TASK_WAIT_EN_LAST) {
+					q->index_end += q->count_end;
+					q->count_end = 0;
+				}
+			}
+		} else if (t->op == EMUNIC_TASK_SEND_EN || t->op == EMUNIC_TASK_RECV_EN) {
+			unsigned dir = t->op == EMUNIC_TASK_RECV_EN;
+
+			qi = prep_q_of(pl, &t->qp->o);
+			q = &pl->q[qi];
+			if (t->count == 0) {
+				q->from_posted[dir] = true;
+				q->claim_end[dir] = q->n[dir];
+			} else if (q->from_posted[dir]) {
+				if (q->claim_end[dir] + t->count > q->n[dir])
+					pl->fast = false;	/* always refused: the rules say which task */
+				q->claim_end[dir] += t->count;
+			} else {
+				int64_t need = (int64_t)(q->claim_end[dir] + t->count) - (int64_t)q->n[dir];
+
+				if (need > q->need[dir])
+					q->need[dir] = need;
+				q->claim_end[dir] += t->count;
+			}
+			pl->tbase[i] = (uint16_t)(qi * B_PER_Q + (dir ? (q->from_posted[1] ? B_RQ_POSTED : B_RQ_CLAIMED)
+								    : (q->from_posted[0] ? B_POSTED : B_CLAIMED)));
+			pl->toff[i] = q->claim_end[dir];
+		} else if (!on_mq(t)) {
+			qi = prep_q_of(pl, &t->qp->o);
+			pl->q[qi].n[t->op == EMUNIC_TASK_RECV]++;
+		}
+	}
+}
+
 int emunic_mq_prepare(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned n,
 		      struct emunic_mq_prepared **out)
 {
@@ -539,7 +658,9 @@ int emunic_mq_prepare(struct emunic_mq *mq, const struct emunic_task *tasks, uns
 		return r;
 	pl = calloc(1, sizeof(*pl));
 	if (!pl || !(pl->tasks = malloc(n * sizeof(*pl->tasks))) || !(pl->cmd = malloc(n * sizeof(*pl->cmd))) ||
-	    !(pl->obj = malloc(2 * n * sizeof(*pl->obj))) || !(pl->obj_task = malloc(2 * n * sizeof(*pl->obj_task)))) {
+	    !(pl->obj = malloc(2 * n * sizeof(*pl->obj))) || !(pl->obj_task = malloc(2 * n * sizeof(*pl->obj_task))) ||
+	    !(pl->q = malloc(n * sizeof(*pl->q))) || !(pl->target = malloc(n * sizeof(*pl->target))) || !(pl->tbase = malloc(n * sizeof(*pl->tbase))) ||
+	    !(pl->toff = malloc(n * sizeof(*pl->toff))) || !(pl->base = malloc(n * B_PER_Q * sizeof(*pl->base)))) {
 		emunic_mq_prepared_free(pl);
 		return -ENOMEM;
 	}
@@ -560,6 +681,15 @@ int emunic_mq_prepare(struct emunic_mq *mq, const struct emunic_task *tasks, uns
 		pl->ctl += on_mq(&pl->tasks[i]);
 		use_objs(pl, i);
 	}
+	for (unsigned i = n; i-- > 0;)		/* as commit_list marks it */
+		if (on_mq(&pl->tasks[i])) {
+			pl->cmd[i].flags |= NIC_TASK_LIST_END;
+			break;
+		}
+	prepare_rules(pl);
+	for (unsigned i = 0; i < n; i++)
+		if (pl->tbase[i] != UINT16_MAX)
+			pl->target[pl->ntarget++] = i;
 	*out = pl;
 	return 0;
 }
@@ -569,52 +699,208 @@ static const char *obj_noun(const struct obj *o)
 	return o->kind == OBJ_QP ? "its QP" : o->kind == OBJ_CQ ? "its CQ" : "its memory region";
 }
 
-/* The hot path of a persistent collective: flattened, as
- * emunic_mq_post_flags is (the counter rules and the commit inlined). */
-__attribute__((flatten))
-int emunic_mq_start(struct emunic_mq_prepared *pl, uint64_t wr_id_add, unsigned flags)
+#ifdef EMUNIC_CHECK_RULES
+/* The precomputed rules and the rules task by task disagree: a bug here,
+ * stopped where it shows. */
+__attribute__((format(printf, 1, 2), noreturn))
+static void rules_differ(const char *fmt, ...)
 {
-	struct shadow sstack[POST_STACK + 1];
-	struct emunic_mq_list l;
-	struct post p = { .lists = &l, .nlists = 1, .sh = sstack, .wr_id_add = wr_id_add };
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "emunic_mq_start: EMUNIC_CHECK_RULES: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	abort();
+}
+#endif
+
+/* A start by the rules task by task (under the post lock): the one that
+ * names what is wrong; and, where the precomputed rules said yes, what
+ * EMUNIC_CHECK_RULES compares them with. */
+static int start_slow(struct emunic_mq_prepared *pl, uint64_t wr_id_add, struct post *p, bool commit_it)
+{
 	struct nic_cmd aside;
 	char why[96];
 	bool room;
 	int r = 0;
 
+	if (atomic_load(&pl->mq->o.dead))
+		return emunic_err(-EINVAL, "mq %p: destroyed since the list was prepared; nothing was posted",
+				  (void *)pl->mq);
+	for (unsigned k = 0; k < pl->nobj; k++)
+		if (atomic_load(&pl->obj[k]->dead)) {
+			snprintf(why, sizeof(why), "%s was destroyed since the list was prepared", obj_noun(pl->obj[k]));
+			return bad(p, pl->obj_task[k], &pl->tasks[pl->obj_task[k]], why);
+		}
+	/* No room in the ring: the counter rules still run (a start that
+	 * breaks one is -EINVAL whatever the ring holds), aside. */
+	room = emunic_ring_space(&p->d->cmd) >= pl->n;
+	for (unsigned i = 0; !r && i < pl->n; i++) {
+		struct nic_cmd *c = room && commit_it ? cmd_at(p->d, NULL, i) : &aside;
+
+		*c = pl->cmd[i];
+		c->wr_id += wr_id_add;
+		r = count_task(p, i, &pl->tasks[i], c);
+#ifdef EMUNIC_CHECK_RULES
+		if (!commit_it && !r && pl->tbase[i] != UINT16_MAX &&
+		    c->target != pl->base[pl->tbase[i]] + pl->toff[i])
+			rules_differ("task %u: precomputed target %llu, the rules' %llu", i,
+				     (unsigned long long)(pl->base[pl->tbase[i]] + pl->toff[i]),
+				     (unsigned long long)c->target);
+#endif
+	}
+	if (!r && (!room || !nic_fifo_room(&pl->mq->q, pl->ctl)))
+		r = -ENOSPC;
+	if (!r && commit_it)
+		commit(p, pl->n);
+	return r;
+}
+
+/* A start whose counter rules hold, by the precomputed rules: -EAGAIN when
+ * one may not (then start_slow says which and why). */
+static int start_fast(struct emunic_mq_prepared *pl, uint64_t wr_id_add, struct emunic_dev *d)
+{
+	struct emunic_ring *ring = &d->cmd;
+
+	if (!pl->fast || atomic_load_explicit(&pl->mq->o.dead, memory_order_relaxed) ||
+	    emunic_ring_space(ring) < pl->n || !nic_fifo_room(&pl->mq->q, pl->ctl))
+		return -EAGAIN;
+	for (unsigned k = 0; k < pl->nobj; k++)
+		if (atomic_load_explicit(&pl->obj[k]->dead, memory_order_relaxed))
+			return -EAGAIN;
+	/* Every queue's bases, and whether its rules hold. */
+	for (unsigned k = 0; k < pl->nq; k++) {
+		const struct prep_q *q = &pl->q[k];
+		uint64_t *b = &pl->base[k * B_PER_Q];
+
+		if (q->obj->kind == OBJ_QP) {
+			struct emunic_qp *qp = (struct emunic_qp *)q->obj;
+
+			b[B_POSTED] = qp->sq_posted; b[B_CLAIMED] = qp->sq_claimed;
+			b[B_RQ_POSTED] = qp->rq_posted; b[B_RQ_CLAIMED] = qp->rq_claimed;
+			if ((int64_t)(qp->sq_posted - qp->sq_claimed) < q->need[0] ||
+			    (int64_t)(qp->rq_posted - qp->rq_claimed) < q->need[1] ||
+			    (q->n[0] && !nic_fifo_room(&qp->sq, q->n[0])) || (q->n[1] && !nic_fifo_room(&qp->rq, q->n[1])))
+				return -EAGAIN;
+		} else {
+			struct emunic_cq *cq = (struct emunic_cq *)q->obj;
+
+			b[B_CQ_INDEX] = cq->wait_index;
+			b[B_CQ_AFTER] = cq->wait_index + (cq->wait_count > q->m1 ? cq->wait_count : q->m1);
+		}
+	}
+#ifdef EMUNIC_CHECK_RULES
+	/* The rules task by task, on shadows, from the same counters. */
+	struct shadow sstack[POST_STACK + 1];
+	struct emunic_mq_list l = { .mq = pl->mq, .tasks = pl->tasks, .n = pl->n };
+	struct post p = { .d = d, .lists = &l, .nlists = 1, .wr_id_add = wr_id_add };
+
+	if (!(p.sh = pl->n + 1 > POST_STACK + 1 ? malloc((pl->n + 1) * sizeof(*p.sh)) : sstack))
+		return -EAGAIN;
+	if (start_slow(pl, wr_id_add, &p, false))
+		rules_differ("the precomputed rules take a start the rules refuse (%u tasks)", pl->n);
+#endif
+	/* The commands, each with its target (the ring's slots are commands:
+	 * indexed here without its run-time entry size). */
+	{
+		struct nic_cmd *slots = (struct nic_cmd *)(void *)ring->slots;
+		uint32_t tail = atomic_load_explicit(&ring->tail, memory_order_relaxed), mask = ring->mask;
+
+		for (unsigned i = 0; i < pl->n; i++) {
+			struct nic_cmd *c = &slots[(tail + i) & mask];
+
+			*c = pl->cmd[i];
+			c->wr_id += wr_id_add;
+		}
+		for (unsigned j = 0; j < pl->ntarget; j++) {
+			unsigned i = pl->target[j];
+			struct nic_cmd *c = &slots[(tail + i) & mask];
+
+			c->target = pl->base[pl->tbase[i]] + pl->toff[i];
+			if (pl->tasks[i].op == EMUNIC_TASK_WAIT &&	/* as commit_list */
+			    c->target > atomic_load_explicit(&pl->tasks[i].cq->covered, memory_order_relaxed))
+				atomic_store_explicit(&pl->tasks[i].cq->covered, c->target, memory_order_release);
+		}
+		if (__builtin_expect(emunic_tl_on, 0))
+			for (unsigned i = 0; i < pl->n; i++)
+				EMUNIC_TL(TL_TASK_POSTED, TL_TRACK_MQ, NIC_HANDLE_INDEX(pl->mq->o.handle), -1,
+					  slots[(tail + i) & mask].wr_id, pl->tasks[i].op, i);
+	}
+	/* The counters, as commit_list and commit_shadows leave them. */
+	for (unsigned k = 0; k < pl->nq; k++) {
+		const struct prep_q *q = &pl->q[k];
+		const uint64_t *b = &pl->base[k * B_PER_Q];
+
+		if (q->obj->kind == OBJ_QP) {
+			struct emunic_qp *qp = (struct emunic_qp *)q->obj;
+
+			qp->sq_claimed = (q->from_posted[0] ? b[B_POSTED] : b[B_CLAIMED]) + q->claim_end[0];
+			qp->rq_claimed = (q->from_posted[1] ? b[B_RQ_POSTED] : b[B_RQ_CLAIMED]) + q->claim_end[1];
+			qp->sq_posted += q->n[0];
+			qp->rq_posted += q->n[1];
+			qp->sq.posted += q->n[0];
+			qp->rq.posted += q->n[1];
+		} else {
+			struct emunic_cq *cq = (struct emunic_cq *)q->obj;
+
+			if (q->enlast) {
+				cq->wait_index = b[B_CQ_AFTER] + q->index_end;
+				cq->wait_count = q->count_end;
+			} else if (q->m1 > cq->wait_count) {
+				cq->wait_count = q->m1;
+			}
+		}
+	}
+	pl->mq->q.posted += pl->ctl;
+#ifdef EMUNIC_CHECK_RULES
+	/* ... and the counters they leave. */
+	for (unsigned k = 0; k < p.nsh; k++) {
+		const struct shadow *sh = &p.sh[k];
+		const struct obj *o = sh->obj;
+		const struct emunic_qp *qp = sh->obj;
+		const struct emunic_cq *cq = sh->obj;
+
+		if (o->kind == OBJ_QP ? qp->sq_posted != sh->a || qp->sq_claimed != sh->b || qp->rq_posted != sh->a2 ||
+					qp->rq_claimed != sh->b2
+				      : o->kind == OBJ_CQ && (cq->wait_index != sh->a || cq->wait_count != sh->b))
+			rules_differ("%s %p: the precomputed rules leave its counters other than the rules do",
+				     o->kind == OBJ_QP ? "qp" : "cq", (void *)o);
+	}
+	if (p.sh != sstack)
+		free(p.sh);
+#endif
+	emunic_ring_publish(ring, pl->n);
+	return 0;
+}
+
+/* The hot path of a persistent collective. */
+int emunic_mq_start(struct emunic_mq_prepared *pl, uint64_t wr_id_add, unsigned flags)
+{
+	struct emunic_dev *d;
+	int r;
+
 	if (!pl)
 		return emunic_err(-EINVAL, "emunic_mq_start: no prepared list");
 	if ((r = check_flags(pl->mq, flags)))
 		return r;
-	l = (struct emunic_mq_list){ .mq = pl->mq, .tasks = pl->tasks, .n = pl->n };
-	p.d = pl->mq->o.dev;
-	if (pl->n + 1 > POST_STACK + 1 && !(p.sh = malloc((pl->n + 1) * sizeof(*p.sh))))
-		return -ENOMEM;
-	pthread_mutex_lock(&p.d->post_lock);
-	if (atomic_load(&pl->mq->o.dead))
-		r = emunic_err(-EINVAL, "mq %p: destroyed since the list was prepared; nothing was posted",
-			       (void *)pl->mq);
-	for (unsigned k = 0; !r && k < pl->nobj; k++)
-		if (atomic_load(&pl->obj[k]->dead)) {
-			snprintf(why, sizeof(why), "%s was destroyed since the list was prepared", obj_noun(pl->obj[k]));
-			r = bad(&p, pl->obj_task[k], &pl->tasks[pl->obj_task[k]], why);
-		}
-	/* No room in the ring: the counter rules still run (a start that
-	 * breaks one is -EINVAL whatever the ring holds), aside. */
-	room = emunic_ring_space(&p.d->cmd) >= pl->n;
-	for (unsigned i = 0; !r && i < pl->n; i++) {
-		struct nic_cmd *c = room ? cmd_at(p.d, NULL, i) : &aside;
+	d = pl->mq->o.dev;
+	pthread_mutex_lock(&d->post_lock);
+	r = start_fast(pl, wr_id_add, d);
+	pthread_mutex_unlock(&d->post_lock);
+	if (r == -EAGAIN) {
+		struct shadow sstack[POST_STACK + 1];
+		struct emunic_mq_list l = { .mq = pl->mq, .tasks = pl->tasks, .n = pl->n };
+		struct post p = { .d = d, .lists = &l, .nlists = 1, .sh = sstack, .wr_id_add = wr_id_add };
 
-		*c = pl->cmd[i];
-		c->wr_id += wr_id_add;
-		r = count_task(&p, i, &pl->tasks[i], c);
+		if (pl->n + 1 > POST_STACK + 1 && !(p.sh = malloc((pl->n + 1) * sizeof(*p.sh))))
+			return -ENOMEM;
+		pthread_mutex_lock(&d->post_lock);
+		r = start_slow(pl, wr_id_add, &p, true);
+		pthread_mutex_unlock(&d->post_lock);
+		if (p.sh != sstack)
+			free(p.sh);
 	}
-	if (!r && (!room || !nic_fifo_room(&pl->mq->q, pl->ctl)))
-		r = -ENOSPC;
-	if (!r)
-		commit(&p, pl->n);
-	pthread_mutex_unlock(&p.d->post_lock);
-	if (p.sh != sstack)
-		free(p.sh);
-	return posted(p.d, r, flags);
+	return posted(d, r, flags);
 }

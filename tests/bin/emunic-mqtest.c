@@ -939,6 +939,97 @@ static void t_prepared(void)
 	sync_ranks();
 }
 
+/* The counter rules as a prepared start runs them (worked out at prepare,
+ * post.c's prep_q) against whole posts moving the same counters: enables
+ * of everything posted (count 0) and of a count, before and after each
+ * other, one that needs a send posted earlier outside the list, and WAIT
+ * groups on the send CQ with and without WAIT_EN_LAST (one after a count
+ * carried over from a whole post's WAIT), round after round.
+ * Every send arrives exactly once and every signaled WAIT completes; a
+ * start of the enable with nothing left to enable is refused by name.  In
+ * the sanitizer build (EMUNIC_CHECK_RULES) each start is also checked
+ * against the task-by-task rules, and stops the program if they differ. */
+static void t_prepared_rules(void)
+{
+	enum { ROUNDS = 12, SENDS = 7 };	/* sends a round: a 2, held 1, e 1, c 2, whole 1 */
+	struct emunic_mq_prepared *a = NULL, *b = NULL, *c = NULL, *e = NULL;
+	struct emunic_task l[7], w[3];
+	struct emunic_wc wc;
+	int r;
+
+	setup(T->rank == 0 ? EMUNIC_QP_MANAGED_SEND : 0, 7);
+	if (T->rank == 0) {
+		l[0] = data(EMUNIC_TASK_SEND, 0);
+		l[1] = data(EMUNIC_TASK_SEND, 1);
+		l[2] = ctl(EMUNIC_TASK_SEND_EN, 0, 0);
+		CHECK(!emunic_mq_prepare(T->mq, l, 3, &a), "prepare a");
+		l[0] = ctl(EMUNIC_TASK_SEND_EN, 1, 0);
+		CHECK(!emunic_mq_prepare(T->mq, l, 1, &b), "prepare b");
+		l[0] = data(EMUNIC_TASK_SEND, 2);
+		l[1] = ctl(EMUNIC_TASK_SEND_EN, 0, 0);
+		l[2] = data(EMUNIC_TASK_SEND, 3);
+		l[3] = ctl(EMUNIC_TASK_SEND_EN, 1, 0);
+		l[4] = ctl(EMUNIC_TASK_WAIT, 1, EMUNIC_TASK_WAIT_EN_LAST);
+		l[5] = ctl(EMUNIC_TASK_WAIT, 1, 0);
+		l[6] = ctl(EMUNIC_TASK_WAIT, 1, EMUNIC_TASK_WAIT_EN_LAST | EMUNIC_TASK_SIGNAL);
+		l[4].cq = l[5].cq = l[6].cq = T->scq;
+		l[6].wr_id = 3000;
+		CHECK(!emunic_mq_prepare(T->mq, l, 7, &c), "prepare c");
+		l[0] = data(EMUNIC_TASK_SEND, 4);
+		l[1] = ctl(EMUNIC_TASK_SEND_EN, 0, 0);
+		l[2] = ctl(EMUNIC_TASK_WAIT, 1, EMUNIC_TASK_SIGNAL);	/* no EN_LAST: the count carries */
+		l[2].cq = T->scq;
+		l[2].wr_id = 4000;
+		CHECK(!emunic_mq_prepare(T->mq, l, 3, &e), "prepare e");
+	}
+	for (uint64_t k = 0; k < ROUNDS; k++) {
+		if (T->rank == 1)
+			recvs(SENDS);
+		sync_ranks();
+		if (T->rank == 0) {
+			CHECK(!(r = emunic_mq_start(a, k << 16, 0)), "round %llu: start a: %s", (unsigned long long)k,
+			      strerror(-r));
+			post1(data(EMUNIC_TASK_SEND, 5));		/* held: b enables it */
+			CHECK(!(r = emunic_mq_start(b, k << 16, 0)), "round %llu: start b: %s", (unsigned long long)k,
+			      strerror(-r));
+			CHECK(emunic_mq_start(b, k << 16, 0) == -EINVAL, "round %llu: b enabled a send never posted",
+			      (unsigned long long)k);
+			CHECK(!(r = emunic_mq_start(e, k << 16, 0)), "round %llu: start e: %s", (unsigned long long)k,
+			      strerror(-r));
+			/* A count carried over (2, more than c's first group's 1)
+			 * that c's first WAIT_EN_LAST moves the base by. */
+			w[0] = ctl(EMUNIC_TASK_WAIT, 2, 0);
+			w[0].cq = T->scq;
+			post(w, 1);
+			CHECK(!(r = emunic_mq_start(c, k << 16, 0)), "round %llu: start c: %s", (unsigned long long)k,
+			      strerror(-r));
+			w[0] = data(EMUNIC_TASK_SEND, 6);
+			w[1] = ctl(EMUNIC_TASK_SEND_EN, 0, 0);
+			w[2] = ctl(EMUNIC_TASK_WAIT, 1, EMUNIC_TASK_WAIT_EN_LAST);
+			w[2].cq = T->scq;
+			post(w, 3);
+			for (int i = 0; i < 2; i++) {
+				CHECK(emunic_mq_wait(T->mq, &wc, 5000) == 0 && !wc.status, "round %llu: WAIT %d did "
+				      "not complete", (unsigned long long)k, i);
+				CHECK(wc.wr_id == (i ? 3000 : 4000) + (k << 16), "round %llu: MQ completion wr_id %llu",
+				      (unsigned long long)k, (unsigned long long)wc.wr_id);
+			}
+		}
+		if (T->rank == 1)
+			CHECK(await(T->rcq, SENDS * (k + 1)) == SENDS * (k + 1), "round %llu: %llu of %llu sends "
+			      "arrived", (unsigned long long)k, (unsigned long long)emunic_cq_count(T->rcq),
+			      (unsigned long long)(SENDS * (k + 1)));
+		sync_ranks();
+	}
+	if (T->rank == 1)
+		arrive_exactly(SENDS * ROUNDS, 300, "every round's sends, none twice");
+	emunic_mq_prepared_free(a);
+	emunic_mq_prepared_free(b);
+	emunic_mq_prepared_free(c);
+	emunic_mq_prepared_free(e);
+	sync_ranks();
+}
+
 /* needs: what the device must carry (emunic_dev_lacks); a device that
  * lacks it (siw: no RNR, its untaken send ends the connection instead)
  * skips the check with the reason, rather than pass or fail it untested. */
@@ -954,7 +1045,7 @@ static const struct { const char *name; void (*fn)(void); unsigned needs; } chec
 	{ "start_away", t_start_away, 0 },
 	{ "quiet_handover", t_quiet_handover, 0 }, { "lazy_start", t_lazy_start, 0 },
 	{ "post_lists", t_post_lists, 0 }, { "unsupported", t_unsupported, 0 }, { "pair_key", t_pair_key, 0 },
-	{ "prepared", t_prepared, 0 },
+	{ "prepared", t_prepared, 0 }, { "prepared_rules", t_prepared_rules, 0 },
 };
 
 int main(int argc, char **argv)
