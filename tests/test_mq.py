@@ -74,6 +74,9 @@ def test_mq_rule(rxe, check):
         assert re.search(r"task 0 of the list \(SEND, wr_id 54\): its memory region was destroyed since the list "
                          r"was prepared; nothing was posted", out), out
         assert "task 0 of the list (RECV_EN, wr_id 1001): the QP was not created MANAGED_RECV" in out, out
+    if check == "prepared_rules":   # the enable with nothing left, by name, each round (wr_id moved by k << 16)
+        assert len(re.findall(r"task 0 of the list \(SEND_EN, wr_id \d+\): enables more work requests than were "
+                              r"posted; nothing was posted", out)) == 12, out
 
 
 @pytest.mark.parametrize("check", ["prepared", "prepared_rules"])

@@ -491,6 +491,7 @@ int emunic_mq_post(struct emunic_mq *mq, const struct emunic_task *tasks, unsign
 enum { B_POSTED, B_CLAIMED, B_RQ_POSTED, B_RQ_CLAIMED, B_PER_Q };
 #define B_CQ_INDEX B_POSTED		/* cq: wait_index */
 #define B_CQ_AFTER B_CLAIMED		/* cq: wait_index + max(wait_count, m1), after a WAIT_EN_LAST */
+#define NO_TARGET UINT32_MAX		/* a data task's command (a list names < 2^30 queues) */
 
 /* What a start does to one QP or CQ, as count_task would do it task by task. */
 struct prep_q {
@@ -515,11 +516,11 @@ struct emunic_mq_prepared {
 	struct obj **obj;		/* each object the tasks use, once */
 	unsigned *obj_task;		/* ... the first task that uses it */
 	/* the counter rules, precomputed */
-	bool fast;			/* no rule fails whatever came before: start_fast applies */
+	bool fast;			/* false: a rule refuses every start (start_fast leaves it to the rules) */
 	unsigned nq;
 	struct prep_q *q;
 	unsigned ntarget, *target;	/* the commands with a target (enables, WAITs) */
-	uint16_t *tbase;		/* per command: q index * B_PER_Q + base, or UINT16_MAX: no target */
+	uint32_t *tbase;		/* per command: q index * B_PER_Q + base, or NO_TARGET */
 	uint64_t *toff;			/* ... the target is that base plus this */
 	uint64_t *base;			/* a start's bases (under the post lock) */
 };
@@ -578,8 +579,9 @@ static unsigned prep_q_of(struct emunic_mq_prepared *pl, struct obj *o)
 
 /* count_task over the list with every counter a symbol: each QP direction's
  * posted P and claimed C, each CQ's wait_index A and wait_count B.  posted
- * is P plus the data tasks so far; claimed is C plus k, or, after an enable
- * of count 0, P plus k; a WAIT's base is A until the first WAIT_EN_LAST,
+ * is P plus the data tasks so far; claimed is C plus the counts enabled so
+ * far, or, after an enable of count 0, P plus what it and later enables
+ * cover (claim_end either way); a WAIT's base is A until the first WAIT_EN_LAST,
  * then A + max(B, the counts so far) plus what later groups add.  An enable
  * of a count checks claimed + count <= posted: with claimed on C a need on
  * P - C, with claimed on P a fact of the list (false: no fast start). */
@@ -591,20 +593,20 @@ static void prepare_rules(struct emunic_mq_prepared *pl)
 		struct prep_q *q;
 		unsigned qi;
 
-		pl->tbase[i] = UINT16_MAX;
+		pl->tbase[i] = NO_TARGET;
 		pl->toff[i] = 0;
 		if (t->op == EMUNIC_TASK_WAIT) {
 			qi = prep_q_of(pl, &t->cq->o);
 			q = &pl->q[qi];
 			if (!q->enlast) {
-				pl->tbase[i] = (uint16_t)(qi * B_PER_Q + B_CQ_INDEX);
+				pl->tbase[i] = (uint32_t)(qi * B_PER_Q + B_CQ_INDEX);
 				pl->toff[i] = t->count;
 				if (t->count > q->m1)
 					q->m1 = t->count;
 				if (t->flags & EMUNIC_TASK_WAIT_EN_LAST)
 					q->enlast = true;	/* index_end 0, count_end 0 */
 			} else {
-				pl->tbase[i] = (uint16_t)(qi * B_PER_Q + B_CQ_AFTER);
+				pl->tbase[i] = (uint32_t)(qi * B_PER_Q + B_CQ_AFTER);
 				pl->toff[i] = q->index_end + t->count;
 				if (t->count > q->count_end)
 					q->count_end = t->count;
@@ -632,7 +634,7 @@ static void prepare_rules(struct emunic_mq_prepared *pl)
 					q->need[dir] = need;
 				q->claim_end[dir] += t->count;
 			}
-			pl->tbase[i] = (uint16_t)(qi * B_PER_Q + (dir ? (q->from_posted[1] ? B_RQ_POSTED : B_RQ_CLAIMED)
+			pl->tbase[i] = (uint32_t)(qi * B_PER_Q + (dir ? (q->from_posted[1] ? B_RQ_POSTED : B_RQ_CLAIMED)
 								    : (q->from_posted[0] ? B_POSTED : B_CLAIMED)));
 			pl->toff[i] = q->claim_end[dir];
 		} else if (!on_mq(t)) {
@@ -659,8 +661,9 @@ int emunic_mq_prepare(struct emunic_mq *mq, const struct emunic_task *tasks, uns
 	pl = calloc(1, sizeof(*pl));
 	if (!pl || !(pl->tasks = malloc(n * sizeof(*pl->tasks))) || !(pl->cmd = malloc(n * sizeof(*pl->cmd))) ||
 	    !(pl->obj = malloc(2 * n * sizeof(*pl->obj))) || !(pl->obj_task = malloc(2 * n * sizeof(*pl->obj_task))) ||
-	    !(pl->q = malloc(n * sizeof(*pl->q))) || !(pl->target = malloc(n * sizeof(*pl->target))) || !(pl->tbase = malloc(n * sizeof(*pl->tbase))) ||
-	    !(pl->toff = malloc(n * sizeof(*pl->toff))) || !(pl->base = malloc(n * B_PER_Q * sizeof(*pl->base)))) {
+	    !(pl->q = malloc(n * sizeof(*pl->q))) || !(pl->target = malloc(n * sizeof(*pl->target))) ||
+	    !(pl->tbase = malloc(n * sizeof(*pl->tbase))) || !(pl->toff = malloc(n * sizeof(*pl->toff))) ||
+	    !(pl->base = malloc(n * B_PER_Q * sizeof(*pl->base)))) {
 		emunic_mq_prepared_free(pl);
 		return -ENOMEM;
 	}
@@ -688,7 +691,7 @@ int emunic_mq_prepare(struct emunic_mq *mq, const struct emunic_task *tasks, uns
 		}
 	prepare_rules(pl);
 	for (unsigned i = 0; i < n; i++)
-		if (pl->tbase[i] != UINT16_MAX)
+		if (pl->tbase[i] != NO_TARGET)
 			pl->target[pl->ntarget++] = i;
 	*out = pl;
 	return 0;
@@ -726,10 +729,12 @@ static int start_slow(struct emunic_mq_prepared *pl, uint64_t wr_id_add, struct 
 	bool room;
 	int r = 0;
 
-	if (atomic_load(&pl->mq->o.dead))
+	/* Objects are destroyed without the post lock: a cross-check after
+	 * start_fast's look would see a destroy it did not, and differ. */
+	if (commit_it && atomic_load(&pl->mq->o.dead))
 		return emunic_err(-EINVAL, "mq %p: destroyed since the list was prepared; nothing was posted",
 				  (void *)pl->mq);
-	for (unsigned k = 0; k < pl->nobj; k++)
+	for (unsigned k = 0; commit_it && k < pl->nobj; k++)
 		if (atomic_load(&pl->obj[k]->dead)) {
 			snprintf(why, sizeof(why), "%s was destroyed since the list was prepared", obj_noun(pl->obj[k]));
 			return bad(p, pl->obj_task[k], &pl->tasks[pl->obj_task[k]], why);
@@ -744,7 +749,7 @@ static int start_slow(struct emunic_mq_prepared *pl, uint64_t wr_id_add, struct 
 		c->wr_id += wr_id_add;
 		r = count_task(p, i, &pl->tasks[i], c);
 #ifdef EMUNIC_CHECK_RULES
-		if (!commit_it && !r && pl->tbase[i] != UINT16_MAX &&
+		if (!commit_it && !r && pl->tbase[i] != NO_TARGET &&
 		    c->target != pl->base[pl->tbase[i]] + pl->toff[i])
 			rules_differ("task %u: precomputed target %llu, the rules' %llu", i,
 				     (unsigned long long)(pl->base[pl->tbase[i]] + pl->toff[i]),
@@ -758,8 +763,9 @@ static int start_slow(struct emunic_mq_prepared *pl, uint64_t wr_id_add, struct 
 	return r;
 }
 
-/* A start whose counter rules hold, by the precomputed rules: -EAGAIN when
- * one may not (then start_slow says which and why). */
+/* A start by the precomputed rules (under the post lock): 0, posted; or
+ * -EAGAIN, nothing changed, for any refusal (start_slow then finds which
+ * task and why, or that room was freed since). */
 static int start_fast(struct emunic_mq_prepared *pl, uint64_t wr_id_add, struct emunic_dev *d)
 {
 	struct emunic_ring *ring = &d->cmd;
@@ -888,19 +894,18 @@ int emunic_mq_start(struct emunic_mq_prepared *pl, uint64_t wr_id_add, unsigned 
 	d = pl->mq->o.dev;
 	pthread_mutex_lock(&d->post_lock);
 	r = start_fast(pl, wr_id_add, d);
-	pthread_mutex_unlock(&d->post_lock);
 	if (r == -EAGAIN) {
 		struct shadow sstack[POST_STACK + 1];
 		struct emunic_mq_list l = { .mq = pl->mq, .tasks = pl->tasks, .n = pl->n };
 		struct post p = { .d = d, .lists = &l, .nlists = 1, .sh = sstack, .wr_id_add = wr_id_add };
 
 		if (pl->n + 1 > POST_STACK + 1 && !(p.sh = malloc((pl->n + 1) * sizeof(*p.sh))))
-			return -ENOMEM;
-		pthread_mutex_lock(&d->post_lock);
-		r = start_slow(pl, wr_id_add, &p, true);
-		pthread_mutex_unlock(&d->post_lock);
+			r = -ENOMEM;
+		else
+			r = start_slow(pl, wr_id_add, &p, true);
 		if (p.sh != sstack)
 			free(p.sh);
 	}
+	pthread_mutex_unlock(&d->post_lock);
 	return posted(d, r, flags);
 }

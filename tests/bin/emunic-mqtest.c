@@ -946,9 +946,11 @@ static void t_prepared(void)
  * groups on the send CQ with and without WAIT_EN_LAST (one after a count
  * carried over from a whole post's WAIT), round after round.
  * Every send arrives exactly once and every signaled WAIT completes; a
- * start of the enable with nothing left to enable is refused by name.  In
- * the sanitizer build (EMUNIC_CHECK_RULES) each start is also checked
- * against the task-by-task rules, and stops the program if they differ. */
+ * start of the enable with nothing left to enable is refused by name.  A
+ * target too high hangs a round here (its 5 s wait fails); one too low (a
+ * WAIT done early) only the sanitizer build finds: there
+ * (EMUNIC_CHECK_RULES) each start is also run through the task-by-task
+ * rules, and the program stops if they differ. */
 static void t_prepared_rules(void)
 {
 	enum { ROUNDS = 12, SENDS = 7 };	/* sends a round: a 2, held 1, e 1, c 2, whole 1 */
