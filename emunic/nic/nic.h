@@ -93,6 +93,7 @@ struct nic_task {
 	uint8_t op;			/* enum emunic_task_op */
 	uint8_t flags;			/* NIC_TASK_* */
 	bool signaled;			/* handed to verbs with a completion asked for */
+	bool early;			/* its completion came before a signaled one's ahead of it (siw) */
 	uint32_t len, lkey, rkey;
 	union { uint32_t imm; uint32_t calc; };			/* CALC: op << 8 | type */
 	uint64_t addr;

@@ -6,7 +6,10 @@
  * Only QPs with something to do are looked at (the ready list), and all a
  * QP's eligible tasks go in one chained post (one doorbell).
  * Completions come back in order per queue: a completion also completes the
- * unsignaled tasks before it (RC executes in order).  Each finished task is
+ * unsignaled tasks before it (RC executes in order).  Except on iWARP: siw
+ * sends a write on while a READ before it waits for its response, and
+ * completes the write first; so a read is always signaled, and a completion
+ * that overtakes a signaled task waits for that task's own.  Each finished task is
  * handed to its owner's done op; arrivals on TRIGGERED QPs go to the
  * arrival hook; a failure goes to the connection unit's hook.
  *
@@ -572,6 +575,47 @@ static void arrival(struct emunic_dev *d, struct emunic_qp *qp, struct ibv_wc *w
 		d->on_arrival(d, qp, wc);
 }
 
+/* A signaled task in [f->done, i) whose completion has not come: one that
+ * completion i overtook (siw answers a READ after the writes behind it). */
+static bool overtaken(struct nic_fifo *f, uint64_t i)
+{
+	for (uint64_t j = f->done; j < i; j++) {
+		const struct nic_task *t = nic_fifo_at(f, j);
+
+		if (t->signaled && !t->early)
+			return true;
+	}
+	return false;
+}
+
+/* Completion i came, and the completions that had overtaken a signaled
+ * task before it may now go too, in order, each with the unsignaled tasks
+ * before it. */
+static void complete_through(struct emunic_dev *d, struct emunic_qp *qp, struct nic_fifo *f, uint64_t i,
+			     int status, const struct ibv_wc *wc)
+{
+	for (;;) {
+		struct nic_task *t = nic_fifo_at(f, i);
+		struct ibv_wc held;
+
+		complete_range(qp, f, f->done, i, EMUNIC_WC_SUCCESS, true);
+		f->done = i + 1;
+		atomic_fetch_add_explicit(&f->completed, 1, memory_order_release);
+		d->inflight--;
+		t->early = false;
+		task_done(d, qp, t, status, wc);
+		for (i = f->done; i < f->head && !nic_fifo_at(f, i)->signaled; i++)
+			;
+		if (i == f->head || !nic_fifo_at(f, i)->early)
+			return;
+		/* As its own completion said (a send queue's: no immediate). */
+		held = (struct ibv_wc){ .wr_id = wr_id(qp, i, false), .status = IBV_WC_SUCCESS,
+					.byte_len = nic_fifo_at(f, i)->len, .qp_num = atomic_load(&qp->qpn) };
+		wc = &held;
+		status = EMUNIC_WC_SUCCESS;
+	}
+}
+
 static void completion(struct emunic_dev *d, struct emunic_qp *qp, struct ibv_wc *wc, bool recv)
 {
 	struct nic_fifo *f = recv ? &qp->rq : &qp->sq;
@@ -591,12 +635,12 @@ static void completion(struct emunic_dev *d, struct emunic_qp *qp, struct ibv_wc
 	} else if (t->op == EMUNIC_TASK_WRITE_IMM && d->qp_hooks && d->qp_hooks->delivered) {
 		d->qp_hooks->delivered(d, qp);	/* the peer takes writes again */
 	}
+	if (wc->status == IBV_WC_SUCCESS && overtaken(f, i)) {
+		t->early = true;	/* the one it overtook takes it along */
+		return;
+	}
 	/* Unsignaled tasks before it ran: RC completes in order. */
-	complete_range(qp, f, f->done, i, EMUNIC_WC_SUCCESS, true);
-	f->done = i + 1;
-	atomic_fetch_add_explicit(&f->completed, 1, memory_order_release);
-	d->inflight--;
-	task_done(d, qp, t, (int)wc->status, wc);
+	complete_through(d, qp, f, i, (int)wc->status, wc);
 	nic_qp_ready(d, qp);	/* room in verbs */
 }
 

@@ -613,6 +613,43 @@ static void t_enospc(void)
 	}
 }
 
+/* A get and, at once behind it on the same QP, a put: the get's counter
+ * says done only once its data is there.  iWARP (siw) completes the put
+ * as soon as it is sent, before the get whose response is still coming;
+ * the put's completion must not complete the get with it (nic/verbs.c). */
+static void t_get_overtaken(void)
+{
+	enum { ROUNDS = 12, GET_LEN = 256 * 1024, INTO = 512 * 1024, PUT_OFF = 768 * 1024 };
+	struct emunic_target mine = { 0 }, tg;
+
+	setup();
+	if (T->rank == 1)
+		mine = emunic_mr_target(T->mr);
+	swap(&mine, &tg, sizeof(mine));
+	for (unsigned k = 0; k < ROUNDS; k++) {
+		if (T->rank == 1)
+			pattern(at(0), GET_LEN, 50 + k);
+		sync_ranks();
+		if (T->rank == 0) {
+			struct emunic_ct *g = ct_new(), *p = ct_new();
+			struct emunic_op op = op_rma(EMUNIC_OP_GET, at(INTO), GET_LEN, tg, 0, g);
+
+			memset(at(INTO), 0, GET_LEN);
+			post_now(&op);
+			pattern(at(0), 64, 90 + k);
+			op = op_rma(EMUNIC_OP_PUT, at(0), 64, tg, PUT_OFF, p);
+			post_now(&op);
+			ct_await(g, 1, "the get");
+			expect_pattern(at(INTO), GET_LEN, 50 + k, "the get's data once its counter said done");
+			ct_await(p, 1, "the put");
+			ct_is(g, 1, 0, "the get's counter");
+		}
+		sync_ranks();
+		if (T->rank == 1)
+			expect_pattern(at(PUT_OFF), 64, 90 + k, "the put behind the get, at the target");
+	}
+}
+
 /* Puts into an entry are counted at the target and reported as PUT events
  * (peer, length, offset; with EMUNIC_LE_HDR, match bits and header data from
  * the first 16 bytes); a put into plain memory is not counted; gets from an
@@ -1199,6 +1236,7 @@ static const struct check {
 	{ "order", t_order, 0, ATOMIC, "triggers on one counter run by threshold, ties in posting order" },
 	{ "enospc", t_enospc, TABLE, 0, "a full trigger table is -ENOSPC at once; the core runs on" },
 	{ "target_count", t_target_count, 0, 0, "puts and gets are counted and reported at the target" },
+	{ "get_overtaken", t_get_overtaken, 0, 0, "a get's counter waits for its data, not a later put's send" },
 	{ "failure", t_failure, 0, 0, "a failed event counts failure; waits return; triggers fire" },
 	{ "threshold64", t_threshold64, 0, 0, "thresholds above 2^32" },
 	{ "free_pending", t_free_pending, 0, 0, "freeing a counter wakes waiters and fails its triggers" },
