@@ -15,7 +15,7 @@ CHECKS = {
     "enospc": "a full trigger table gives -ENOSPC at once, the core runs on, and entries come back",
     "target_count": "puts and gets are counted and reported (PUT/GET events, header) at the target",
     "get_overtaken": "a get's counter says done only once its data is there, even where a put behind it "
-                     "completes first (siw)",
+                     "completes first (siw); an uncounted get is done once a counted put behind it is",
     "failure": "a failed event counts failure, waits return on it, and triggers on it still fire",
     "threshold64": "thresholds above 2^32 are neither truncated nor fired early",
     "free_pending": "freeing a counter wakes its waiter (-ECANCELED) and fails its pending triggers",

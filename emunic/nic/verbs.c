@@ -8,8 +8,9 @@
  * Completions come back in order per queue: a completion also completes the
  * unsignaled tasks before it (RC executes in order).  Except on iWARP: siw
  * sends a write on while a READ before it waits for its response, and
- * completes the write first; so a read is always signaled, and a completion
- * that overtakes a signaled task waits for that task's own.  Each finished task is
+ * completes the write first; so a read (or atomic) is always signaled, and
+ * a completion that overtakes a signaled task waits for that task's own.
+ * Each finished task is
  * handed to its owner's done op; arrivals on TRIGGERED QPs go to the
  * arrival hook; a failure goes to the connection unit's hook.
  *
@@ -182,8 +183,12 @@ static uint64_t complete_range(struct emunic_qp *qp, struct nic_fifo *f, uint64_
 {
 	struct emunic_dev *d = qp->o.dev;
 
-	for (uint64_t i = from; i < to; i++)
-		task_done(d, qp, nic_fifo_at(f, i), status, NULL);
+	for (uint64_t i = from; i < to; i++) {
+		struct nic_task *t = nic_fifo_at(f, i);
+
+		/* A held task's own completion said success (siw, below). */
+		task_done(d, qp, t, t->early ? EMUNIC_WC_SUCCESS : status, NULL);
+	}
 	atomic_fetch_add_explicit(&f->completed, to - from, memory_order_release);
 	if (in_verbs)
 		d->inflight -= (unsigned)(to - from);
@@ -235,8 +240,10 @@ void nic_qp_replay(struct emunic_qp *qp, uint64_t delivered, int status)
 			task_done(d, qp, t, EMUNIC_WC_SUCCESS, NULL);
 		else if (t->op == EMUNIC_TASK_FETCH_ADD)
 			task_done(d, qp, t, status, NULL);	/* it may have run: not again */
-		else
-			keep[k++] = *t;
+		else {
+			keep[k] = *t;
+			keep[k++].early = false;	/* its completion is to come again */
+		}
 	}
 	/* What goes again sits just before what verbs never saw, in order. */
 	for (uint64_t j = 0; j < k; j++)
@@ -462,8 +469,11 @@ static int push_queue(struct emunic_dev *d, struct emunic_qp *qp, bool recv)
 			for (unsigned i = 0; i < k; i++) {
 				struct nic_task *t = nic_fifo_at(f, first + i);
 
-				t->signaled = i == k - 1 || !(t->flags & NIC_TASK_QUIET) ||
-					      ++qp->sq_unsignaled >= SIGNAL_EVERY;
+				/* A read's or atomic's data lands with its own
+				 * completion: never one taken from a later one. */
+				t->signaled = i == k - 1 || !(t->flags & NIC_TASK_QUIET) || t->op == EMUNIC_TASK_READ ||
+					      t->op == EMUNIC_TASK_FETCH_ADD || ++qp->sq_unsignaled >= SIGNAL_EVERY;
+				t->early = false;
 				if (t->signaled) {
 					swr[last_wr[i]].send_flags |= IBV_SEND_SIGNALED;
 					qp->sq_unsignaled = 0;
@@ -598,7 +608,16 @@ static void complete_through(struct emunic_dev *d, struct emunic_qp *qp, struct 
 		struct nic_task *t = nic_fifo_at(f, i);
 		struct ibv_wc held;
 
-		complete_range(qp, f, f->done, i, EMUNIC_WC_SUCCESS, true);
+		if (status == EMUNIC_WC_SUCCESS) {
+			complete_range(qp, f, f->done, i, EMUNIC_WC_SUCCESS, true);
+		} else {
+			/* A final failure: a signaled task before it whose own
+			 * completion never came (a READ it overtook) did not
+			 * finish; the unsignaled ones did. */
+			for (uint64_t j = f->done; j < i; j++)
+				complete_range(qp, f, j, j + 1, nic_fifo_at(f, j)->signaled ? EMUNIC_WC_WR_FLUSH_ERR
+											: EMUNIC_WC_SUCCESS, true);
+		}
 		f->done = i + 1;
 		atomic_fetch_add_explicit(&f->completed, 1, memory_order_release);
 		d->inflight--;
@@ -608,7 +627,8 @@ static void complete_through(struct emunic_dev *d, struct emunic_qp *qp, struct 
 			;
 		if (i == f->head || !nic_fifo_at(f, i)->early)
 			return;
-		/* As its own completion said (a send queue's: no immediate). */
+		/* Its own completion said success; its length (no immediate
+		 * on a send queue) is all a done op reads. */
 		held = (struct ibv_wc){ .wr_id = wr_id(qp, i, false), .status = IBV_WC_SUCCESS,
 					.byte_len = nic_fifo_at(f, i)->len, .qp_num = atomic_load(&qp->qpn) };
 		wc = &held;

@@ -36,9 +36,9 @@ static void task_issued(struct emunic_dev *d, struct emunic_qp *qp, struct nic_t
 
 static const struct nic_task_ops trig_task_ops = { .done = task_done, .issued = task_issued };
 
-/* Nobody counts its completion: verbs may skip signaling it.  Never a get
- * or an atomic: their data lands with their own completion, which iWARP
- * gives after the writes posted behind them (nic/verbs.c). */
+/* Nobody counts its completion: verbs may skip signaling it.  Only a put:
+ * a get's or atomic's data lands with its own completion (nic/verbs.c
+ * signals them anyway; iWARP completes writes behind them first). */
 static bool quiet(const struct trig *x)
 {
 	return !x->ct && !x->eq && x->kind == EMUNIC_OP_PUT;
