@@ -298,17 +298,25 @@ static bool on_mq(const struct emunic_task *t)
 	       (t->op == EMUNIC_TASK_CALC && !t->qp);
 }
 
+/* The list's last task on its MQ's own queue, which ends the list there
+ * (NIC_TASK_LIST_END); n if none. */
+static unsigned list_end(const struct emunic_task *tasks, unsigned n)
+{
+	for (unsigned i = n; i-- > 0;)
+		if (on_mq(&tasks[i]))
+			return i;
+	return n;
+}
+
 /* List p->k's tasks into its queues, its commands built from p->base on. */
 static void commit_list(struct post *p)
 {
 	const struct emunic_mq_list *l = &p->lists[p->k];
 	struct emunic_mq *mq = l->mq;
+	unsigned end = list_end(l->tasks, l->n);
 
-	for (unsigned i = l->n; i-- > 0;)
-		if (on_mq(&l->tasks[i])) {
-			cmd_at(p->d, NULL, p->base + i)->flags |= NIC_TASK_LIST_END;
-			break;
-		}
+	if (end < l->n)
+		cmd_at(p->d, NULL, p->base + end)->flags |= NIC_TASK_LIST_END;
 	for (unsigned i = 0; i < l->n; i++) {
 		const struct emunic_task *t = &l->tasks[i];
 
@@ -684,11 +692,8 @@ int emunic_mq_prepare(struct emunic_mq *mq, const struct emunic_task *tasks, uns
 		pl->ctl += on_mq(&pl->tasks[i]);
 		use_objs(pl, i);
 	}
-	for (unsigned i = n; i-- > 0;)		/* as commit_list marks it */
-		if (on_mq(&pl->tasks[i])) {
-			pl->cmd[i].flags |= NIC_TASK_LIST_END;
-			break;
-		}
+	if (list_end(pl->tasks, n) < n)		/* in the commands a start copies */
+		pl->cmd[list_end(pl->tasks, n)].flags |= NIC_TASK_LIST_END;
 	prepare_rules(pl);
 	for (unsigned i = 0; i < n; i++)
 		if (pl->tbase[i] != NO_TARGET)

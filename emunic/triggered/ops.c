@@ -36,12 +36,11 @@ static void task_issued(struct emunic_dev *d, struct emunic_qp *qp, struct nic_t
 
 static const struct nic_task_ops trig_task_ops = { .done = task_done, .issued = task_issued };
 
-/* Nobody counts its completion: verbs may skip signaling it.  Only a put:
- * a get's or atomic's data lands with its own completion (nic/verbs.c
- * signals them anyway; iWARP completes writes behind them first). */
+/* Nobody counts its completion: verbs may skip signaling it (never a
+ * read's or an atomic's: nic/verbs.c push_queue). */
 static bool quiet(const struct trig *x)
 {
-	return !x->ct && !x->eq && x->kind == EMUNIC_OP_PUT;
+	return !x->ct && !x->eq && !(x->target.id && (x->kind == EMUNIC_OP_GET || x->kind == EMUNIC_OP_FETCH_ADD));
 }
 
 /* The task that carries x at its stage. */
