@@ -493,9 +493,13 @@ proctype app(byte i)
 	byte n, un, id, round, want, snap, tries, worked, late;
 
 	/* post: publish the command (mq/post.c:381), then nic_submitted
-	 * (objs.c): kick, take the token, run a pass.  One step: a
-	 * holder that looks at kick, or the core that looks at the ring and
-	 * kick, sees both or neither. */
+	 * (nic.h, objs.c nic_submitted_run): kick, take the token, run a
+	 * pass.  One step: a holder that looks at kick, or the core that
+	 * looks at the ring and kick, sees both or neither.  A waiter's post
+	 * may also be a blocking call's (EMUNIC_POST_WAIT_NEXT) that leaves
+	 * its command to the wait that follows, with only the kick: the code
+	 * does so whenever the core's timer is set, which includes the 1 s
+	 * SLEEP_MAX this model calls NEVER, so here it is a free choice. */
 	atomic {
 		ring!i;
 		kick = 1;
@@ -503,10 +507,14 @@ proctype app(byte i)
 	};
 	take_and_run(ok, n, 1);
 #else
-		own(ok);
 		if
-		:: ok -> kick = 0; core_kicked = 0; engine(n)
-		:: else
+		:: i < NWAIT -> ok = 0
+		:: true ->
+			own(ok);
+			if
+			:: ok -> kick = 0; core_kicked = 0; engine(n)
+			:: else
+			fi
 		fi
 	};
 	engine_late();

@@ -39,6 +39,22 @@ void emunic_word_bump(struct emunic_word *w)
 		syscall(SYS_futex, &w->seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
+void emunic_lock_slow(struct emunic_lock *l, uint32_t seen)
+{
+	/* Marked waited-for before sleeping, so the unlock wakes someone. */
+	if (seen != 2)
+		seen = atomic_exchange_explicit(&l->v, 2, memory_order_acquire);
+	while (seen != 0) {
+		syscall(SYS_futex, &l->v, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+		seen = atomic_exchange_explicit(&l->v, 2, memory_order_acquire);
+	}
+}
+
+void emunic_unlock_wake(struct emunic_lock *l)
+{
+	syscall(SYS_futex, &l->v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
 static struct timespec rel(uint64_t ns)
 {
 	return (struct timespec){ (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };

@@ -157,7 +157,6 @@ static void dev_free(struct emunic_dev *d)
 	nic_objtab_fini(&d->tab);
 	free(d->qp_seq);
 	emunic_tl_dev_close();
-	pthread_mutex_destroy(&d->post_lock);
 	pthread_mutex_destroy(&d->notice_lock);
 	free(d);
 }
@@ -183,7 +182,6 @@ int emunic_dev_open(struct emunic_boot *boot, const struct emunic_dev_attr *attr
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
-	pthread_mutex_init(&d->post_lock, NULL);
 	pthread_mutex_init(&d->notice_lock, NULL);
 	nic_objtab_init(&d->tab);
 	d->doorbell = d->wake_timer = d->cm_fd = -1;

@@ -30,9 +30,9 @@ int emunic_mr_reg(struct emunic_dev *d, void *addr, size_t len, struct emunic_mr
 		free(m);
 		return emunic_err(r, "device %s: registering %zu bytes failed (%s)", d->v->name, len, strerror(-r));
 	}
-	pthread_mutex_lock(&d->post_lock);
+	emunic_lock(&d->post_lock);
 	nic_mr_link(d, m, true);
-	pthread_mutex_unlock(&d->post_lock);
+	emunic_unlock(&d->post_lock);
 	*out = m;
 	return 0;
 }
@@ -46,15 +46,16 @@ int emunic_mr_dereg(struct emunic_mr *m)
 	if (!m || m->o.kind != OBJ_MR || atomic_exchange(&m->o.dead, true))
 		return -EINVAL;
 	d = m->o.dev;
+	atomic_fetch_add(&d->deaths, 1);
 	vmr = m->mr;
 	/* The handle stays readable (and dead) until the device closes: an
 	 * op or entry still naming it is refused, never a use after free. */
-	pthread_mutex_lock(&m->o.dev->post_lock);
+	emunic_lock(&m->o.dev->post_lock);
 	nic_mr_link(d, m, false);
 	m->mr = NULL;
 	m->o.grave = m->o.dev->graveyard;
 	m->o.dev->graveyard = &m->o;
-	pthread_mutex_unlock(&m->o.dev->post_lock);
+	emunic_unlock(&m->o.dev->post_lock);
 	/* The handle is released either way; a region verbs kept is said,
 	 * and deregistered again when the device closes (nic_obj_free). */
 	r = emunic_shim_dereg_mr(&d->v->shim, vmr);
@@ -128,15 +129,15 @@ int emunic_qp_create(struct emunic_dev *d, int peer, const struct emunic_qp_attr
 				  d->size);
 	if (!qp_attr_ok(d, attr))
 		return emunic_err(-EINVAL, "qp_create to peer %d: bad attributes", peer);
-	pthread_mutex_lock(&d->post_lock);
+	emunic_lock(&d->post_lock);
 	qp = (attr->flags & EMUNIC_QP_ON_DEMAND) ? claim_on_demand(d, peer) : NULL;
 	if (qp) {
-		pthread_mutex_unlock(&d->post_lock);
+		emunic_unlock(&d->post_lock);
 		*out = qp;
 		return 0;
 	}
 	if (attr->pair_key && key_in_use(d, peer, NIC_QP_KEYED | (int)attr->pair_key)) {
-		pthread_mutex_unlock(&d->post_lock);
+		emunic_unlock(&d->post_lock);
 		return emunic_err(-EEXIST, "qp_create to peer %d: pair key %u is in use by a live QP to that peer",
 				  peer, attr->pair_key);
 	}
@@ -148,17 +149,17 @@ int emunic_qp_create(struct emunic_dev *d, int peer, const struct emunic_qp_attr
 	} else if (qp) {
 		qp->index = d->qp_seq[peer]++;
 	}
-	pthread_mutex_unlock(&d->post_lock);
+	emunic_unlock(&d->post_lock);
 	if (!qp)
 		return -ENOMEM;
 	if (nic_obj_create(&qp->o)) {
-		pthread_mutex_lock(&d->post_lock);
+		emunic_lock(&d->post_lock);
 		for (struct emunic_qp **pp = &d->keyed; *pp; pp = &(*pp)->keyed_next)
 			if (*pp == qp) {
 				*pp = qp->keyed_next;
 				break;
 			}
-		pthread_mutex_unlock(&d->post_lock);
+		emunic_unlock(&d->post_lock);
 		atomic_fetch_sub(&d->nqps, 1);
 		nic_obj_free(&qp->o);
 		return -EIO;
@@ -172,10 +173,10 @@ int emunic_qp_accept_on_demand(struct emunic_dev *d, const struct emunic_qp_attr
 	if (!d || !attr || !(attr->flags & EMUNIC_QP_ON_DEMAND) || !qp_attr_ok(d, attr) || attr->send_cq ||
 	    attr->recv_cq)
 		return emunic_err(-EINVAL, "qp_accept_on_demand: attributes must name EMUNIC_QP_ON_DEMAND and no CQs");
-	pthread_mutex_lock(&d->post_lock);
+	emunic_lock(&d->post_lock);
 	d->od_attr = *attr;
 	d->od_accept = true;
-	pthread_mutex_unlock(&d->post_lock);
+	emunic_unlock(&d->post_lock);
 	return 0;
 }
 

@@ -25,7 +25,7 @@ static struct emunic_qp *make_on_demand(struct emunic_dev *d, int peer, int inde
 {
 	struct emunic_qp *qp = NULL;
 
-	pthread_mutex_lock(&d->post_lock);
+	emunic_lock(&d->post_lock);
 	if (d->od_accept && index == d->qp_seq[peer]) {
 		qp = nic_qp_new(d, peer, &d->od_attr);
 		if (qp && (!(qp->conn = calloc(1, sizeof(*qp->conn))) || nic_obj_handle(&qp->o))) {
@@ -41,7 +41,7 @@ static struct emunic_qp *make_on_demand(struct emunic_dev *d, int peer, int inde
 			d->od_unclaimed = qp;
 		}
 	}
-	pthread_mutex_unlock(&d->post_lock);
+	emunic_unlock(&d->post_lock);
 	if (qp)
 		nic_obj_link(d, &qp->o);	/* its connection is made here, not by attach */
 	return qp;

@@ -102,13 +102,15 @@ static const struct nic_task_ops data_ops = { .done = data_done };
 
 /* ---- commands ------------------------------------------------------------------- */
 
-static void on_task(struct emunic_dev *d, const struct nic_cmd *c)
+/* A task's command, with its wr_id and target as this post or start gave
+ * them. */
+static void queue_task(struct emunic_dev *d, const struct nic_cmd *c, uint64_t wr_id, uint64_t target)
 {
 	struct emunic_mq *mq = (struct emunic_mq *)nic_resolve(d, c->mq, OBJ_MQ);
 	struct nic_task t = {
-		.ops = &data_ops, .ctx = mq, .wr_id = c->wr_id, .op = c->op, .flags = c->flags, .len = c->len,
+		.ops = &data_ops, .ctx = mq, .wr_id = wr_id, .op = c->op, .flags = c->flags, .len = c->len,
 		.lkey = c->lkey, .rkey = c->rkey, .imm = c->imm, .addr = c->addr, .remote_addr = c->remote_addr,
-		.add = c->add, .target = c->target,
+		.add = c->add, .target = target,
 	};
 	struct emunic_qp *qp;
 
@@ -140,6 +142,35 @@ data:
 		qp = (struct emunic_qp *)nic_resolve(d, c->obj, OBJ_QP);
 		if (qp)
 			nic_qp_queue(d, qp, &t, c->op == EMUNIC_TASK_RECV);
+	}
+}
+
+static void on_task(struct emunic_dev *d, const struct nic_cmd *c)
+{
+	queue_task(d, c, c->wr_id, c->target);
+}
+
+/* A start of a prepared list: its commands as the prepare left them, each
+ * wr_id moved, the targets (in command order) from the start.  A list
+ * freed since cannot be (emunic_mq_prepared_free waits for its last
+ * START to be taken), so a handle that no longer resolves is a bug's. */
+static void on_start(struct emunic_dev *d, const struct nic_cmd *cmd)
+{
+	const struct nic_cmd_start *s = (const struct nic_cmd_start *)(const void *)cmd;
+	const struct emunic_mq_prepared *pl = (const struct emunic_mq_prepared *)nic_resolve(d, s->list, OBJ_PREP);
+	unsigned j = 0;
+
+	if (!pl) {
+		nic_notice(d, "a start of prepared list %#x: no such list; its tasks are dropped", s->list);
+		return;
+	}
+	for (unsigned i = 0; i < pl->n; i++) {
+		const struct nic_cmd *c = &pl->cmd[i];
+		uint64_t target = c->target;
+
+		if (j < s->ntarget && pl->target[j].cmd == i)
+			target = s->target[j++];
+		queue_task(d, c, c->wr_id + s->wr_id_add, target);
 	}
 }
 
@@ -332,6 +363,7 @@ int emunic_mq_unit_init(struct emunic_dev *d)
 	if (!d->mq)
 		return -ENOMEM;
 	nic_on_cmd(d, NIC_CMD_TASK, on_task);
+	nic_on_cmd(d, NIC_CMD_START, on_start);
 	d->obj_free[OBJ_CQ] = free_cq;
 	d->obj_free[OBJ_MQ] = free_mq;
 	return nic_register(d, &mq_unit);

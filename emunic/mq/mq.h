@@ -49,6 +49,40 @@ struct mq_dev {
 	uint64_t queued;		/* control tasks not yet run, all MQs */
 };
 
+/* A command with a target (an enable, a WAIT): set at start to a base read
+ * from its queue's counters plus an offset. */
+struct prep_target {
+	uint32_t cmd;			/* which command (task) */
+	const uint64_t *base;		/* one of its queue's b[] */
+	uint64_t off;
+	struct emunic_cq *cq;		/* a WAIT's: its covered count follows the target */
+};
+
+/* A list prepared once, started many times (post.c; a start's commands
+ * reach the engine as one NIC_CMD_START naming it, exec.c on_start). */
+struct prep_q;
+struct emunic_mq_prepared {
+	struct obj o;			/* OBJ_PREP: its handle, for START commands */
+	struct emunic_mq *mq;
+	unsigned n, nobj;
+	uint64_t ctl;			/* tasks on the MQ's own queue */
+	struct emunic_task *tasks;	/* a copy: the counter rules and messages read it */
+	struct nic_cmd *cmd;		/* the commands (engine: read, never written, once prepared) */
+	struct obj **obj;		/* each object the tasks use, once */
+	unsigned *obj_task;		/* ... the first task that uses it */
+	/* the counter rules, precomputed */
+	bool fast;			/* false: a rule refuses every start (start_fast leaves it to the rules) */
+	unsigned nq;
+	struct prep_q *q;
+	unsigned ntarget;
+	struct prep_target *target;	/* the commands with a target, in order (engine: .cmd) */
+	uint32_t deaths_seen;		/* the device's deaths when every object was last seen alive */
+	unsigned ncmd;			/* commands a start puts in the ring: n, or 1 ... */
+	bool as_start;			/* ... a START (handled, its targets fit one) */
+	bool started;			/* a START of it went into the ring ... */
+	uint32_t last_pos;		/* ... the ring's tail after the last one: freeing waits for the engine to pass it */
+};
+
 /* exec.c: registers the unit. */
 int emunic_mq_unit_init(struct emunic_dev *d);
 

@@ -439,7 +439,7 @@ static int post(const struct emunic_mq_list *lists, unsigned nlists, unsigned fl
 	/* At most one object per task, plus each list's MQ. */
 	if (total + nlists > POST_STACK + 1 && !(p.sh = malloc((total + nlists) * sizeof(*p.sh))))
 		return -ENOMEM;
-	pthread_mutex_lock(&p.d->post_lock);
+	emunic_lock(&p.d->post_lock);
 	/* No room in the ring: the lists still get their checks (an invalid
 	 * post is -EINVAL whatever the ring holds), built aside. */
 	if (emunic_ring_space(&p.d->cmd) < total && !(p.buf = malloc(total * sizeof(*p.buf))))
@@ -452,7 +452,7 @@ static int post(const struct emunic_mq_list *lists, unsigned nlists, unsigned fl
 	}
 	if (!r)
 		commit(&p, (uint32_t)total);
-	pthread_mutex_unlock(&p.d->post_lock);
+	emunic_unlock(&p.d->post_lock);
 	if (p.sh != sstack)
 		free(p.sh);
 	return posted(p.d, r, flags);
@@ -499,11 +499,13 @@ int emunic_mq_post(struct emunic_mq *mq, const struct emunic_task *tasks, unsign
 enum { B_POSTED, B_CLAIMED, B_RQ_POSTED, B_RQ_CLAIMED, B_PER_Q };
 #define B_CQ_INDEX B_POSTED		/* cq: wait_index */
 #define B_CQ_AFTER B_CLAIMED		/* cq: wait_index + max(wait_count, m1), after a WAIT_EN_LAST */
-#define NO_TARGET UINT32_MAX		/* a data task's command (a list names < 2^30 queues) */
 
 /* What a start does to one QP or CQ, as count_task would do it task by task. */
 struct prep_q {
 	struct obj *obj;
+	struct emunic_qp *qp;		/* the object as what it is (one of the two) */
+	struct emunic_cq *cq;
+	uint64_t b[B_PER_Q];		/* a start's bases, read from the counters (under the post lock) */
 	/* qp, per direction (0 send, 1 receive) */
 	uint32_t n[2];			/* data tasks: posted and room */
 	int64_t need[2];		/* posted - claimed must be at least this (enables of a count) */
@@ -515,37 +517,39 @@ struct prep_q {
 	uint64_t index_end, count_end;	/* after one: wait_index = B_CQ_AFTER + index_end, wait_count = count_end */
 };
 
-struct emunic_mq_prepared {
-	struct emunic_mq *mq;
-	unsigned n, nobj;
-	uint64_t ctl;			/* tasks on the MQ's own queue */
-	struct emunic_task *tasks;	/* a copy: the counter rules and messages read it */
-	struct nic_cmd *cmd;		/* the commands; a start sets targets and wr_ids */
-	struct obj **obj;		/* each object the tasks use, once */
-	unsigned *obj_task;		/* ... the first task that uses it */
-	/* the counter rules, precomputed */
-	bool fast;			/* false: a rule refuses every start (start_fast leaves it to the rules) */
-	unsigned nq;
-	struct prep_q *q;
-	unsigned ntarget, *target;	/* the commands with a target (enables, WAITs) */
-	uint32_t *tbase;		/* per command: q index * B_PER_Q + base, or NO_TARGET */
-	uint64_t *toff;			/* ... the target is that base plus this */
-	uint64_t *base;			/* a start's bases (under the post lock) */
-};
+/* The engine has taken the list's last START from the ring (it reads the
+ * list's commands when it does). */
+static bool starts_taken(void *arg)
+{
+	const struct emunic_mq_prepared *pl = arg;
+
+	return (int32_t)(atomic_load_explicit(&pl->o.dev->cmd.head, memory_order_acquire) - pl->last_pos) >= 0;
+}
 
 void emunic_mq_prepared_free(struct emunic_mq_prepared *pl)
 {
 	if (!pl)
 		return;
+	if (pl->o.handle) {
+		/* What its starts posted runs whatever happens to the list
+		 * (mq.h): the engine must have read its commands first. */
+		if (pl->started && !starts_taken(pl)) {
+			struct emunic_word w = { 0 }, *wp = &w;
+
+			if (nic_wait(pl->o.dev, &wp, 1, starts_taken, pl, 10000)) {
+				emunic_err(-ETIMEDOUT, "emunic_mq_prepared_free: the engine did not take the list's last start "
+					   "in 10 s; the list is left allocated");
+				return;
+			}
+		}
+		nic_obj_unhandle(&pl->o);
+	}
 	free(pl->tasks);
 	free(pl->cmd);
 	free(pl->obj);
 	free(pl->obj_task);
 	free(pl->q);
 	free(pl->target);
-	free(pl->tbase);
-	free(pl->toff);
-	free(pl->base);
 	free(pl);
 }
 
@@ -581,7 +585,8 @@ static unsigned prep_q_of(struct emunic_mq_prepared *pl, struct obj *o)
 	for (k = 0; k < pl->nq; k++)
 		if (pl->q[k].obj == o)
 			return k;
-	pl->q[pl->nq++] = (struct prep_q){ .obj = o };
+	pl->q[pl->nq++] = (struct prep_q){ .obj = o, .qp = o->kind == OBJ_QP ? (struct emunic_qp *)(void *)o : NULL,
+					   .cq = o->kind == OBJ_CQ ? (struct emunic_cq *)(void *)o : NULL };
 	return k;
 }
 
@@ -598,24 +603,26 @@ static void prepare_rules(struct emunic_mq_prepared *pl)
 	pl->fast = true;
 	for (unsigned i = 0; i < pl->n; i++) {
 		const struct emunic_task *t = &pl->tasks[i];
+		struct prep_target *g = &pl->target[pl->ntarget];
 		struct prep_q *q;
 		unsigned qi;
 
-		pl->tbase[i] = NO_TARGET;
-		pl->toff[i] = 0;
+		*g = (struct prep_target){ .cmd = i };
 		if (t->op == EMUNIC_TASK_WAIT) {
 			qi = prep_q_of(pl, &t->cq->o);
 			q = &pl->q[qi];
+			g->cq = t->cq;
+			pl->ntarget++;
 			if (!q->enlast) {
-				pl->tbase[i] = (uint32_t)(qi * B_PER_Q + B_CQ_INDEX);
-				pl->toff[i] = t->count;
+				g->base = &q->b[B_CQ_INDEX];
+				g->off = t->count;
 				if (t->count > q->m1)
 					q->m1 = t->count;
 				if (t->flags & EMUNIC_TASK_WAIT_EN_LAST)
 					q->enlast = true;	/* index_end 0, count_end 0 */
 			} else {
-				pl->tbase[i] = (uint32_t)(qi * B_PER_Q + B_CQ_AFTER);
-				pl->toff[i] = q->index_end + t->count;
+				g->base = &q->b[B_CQ_AFTER];
+				g->off = q->index_end + t->count;
 				if (t->count > q->count_end)
 					q->count_end = t->count;
 				if (t->flags & EMUNIC_TASK_WAIT_EN_LAST) {
@@ -642,9 +649,10 @@ static void prepare_rules(struct emunic_mq_prepared *pl)
 					q->need[dir] = need;
 				q->claim_end[dir] += t->count;
 			}
-			pl->tbase[i] = (uint32_t)(qi * B_PER_Q + (dir ? (q->from_posted[1] ? B_RQ_POSTED : B_RQ_CLAIMED)
-								    : (q->from_posted[0] ? B_POSTED : B_CLAIMED)));
-			pl->toff[i] = q->claim_end[dir];
+			g->base = &q->b[dir ? (q->from_posted[1] ? B_RQ_POSTED : B_RQ_CLAIMED)
+					    : (q->from_posted[0] ? B_POSTED : B_CLAIMED)];
+			g->off = q->claim_end[dir];
+			pl->ntarget++;
 		} else if (!on_mq(t)) {
 			qi = prep_q_of(pl, &t->qp->o);
 			pl->q[qi].n[t->op == EMUNIC_TASK_RECV]++;
@@ -669,21 +677,23 @@ int emunic_mq_prepare(struct emunic_mq *mq, const struct emunic_task *tasks, uns
 	pl = calloc(1, sizeof(*pl));
 	if (!pl || !(pl->tasks = malloc(n * sizeof(*pl->tasks))) || !(pl->cmd = malloc(n * sizeof(*pl->cmd))) ||
 	    !(pl->obj = malloc(2 * n * sizeof(*pl->obj))) || !(pl->obj_task = malloc(2 * n * sizeof(*pl->obj_task))) ||
-	    !(pl->q = malloc(n * sizeof(*pl->q))) || !(pl->target = malloc(n * sizeof(*pl->target))) ||
-	    !(pl->tbase = malloc(n * sizeof(*pl->tbase))) || !(pl->toff = malloc(n * sizeof(*pl->toff))) ||
-	    !(pl->base = malloc(n * B_PER_Q * sizeof(*pl->base)))) {
+	    !(pl->q = malloc(n * sizeof(*pl->q))) || !(pl->target = malloc(n * sizeof(*pl->target)))) {
 		emunic_mq_prepared_free(pl);
 		return -ENOMEM;
 	}
 	memcpy(pl->tasks, tasks, n * sizeof(*tasks));
 	l.tasks = pl->tasks;
 	pl->mq = mq;
-	pl->n = n;
+	pl->n = pl->ncmd = n;
 	p.d = mq->o.dev;
+	nic_obj_init(&pl->o, p.d, OBJ_PREP);
 	p.buf = pl->cmd;
-	pthread_mutex_lock(&p.d->post_lock);
+	/* Read before check() sees each object alive: a death after it
+	 * makes the first start look again. */
+	pl->deaths_seen = atomic_load_explicit(&p.d->deaths, memory_order_acquire);
+	emunic_lock(&p.d->post_lock);
 	r = check(&p);
-	pthread_mutex_unlock(&p.d->post_lock);
+	emunic_unlock(&p.d->post_lock);
 	if (r) {
 		emunic_mq_prepared_free(pl);
 		return r;
@@ -695,9 +705,12 @@ int emunic_mq_prepare(struct emunic_mq *mq, const struct emunic_task *tasks, uns
 	if (list_end(pl->tasks, n) < n)		/* in the commands a start copies */
 		pl->cmd[list_end(pl->tasks, n)].flags |= NIC_TASK_LIST_END;
 	prepare_rules(pl);
-	for (unsigned i = 0; i < n; i++)
-		if (pl->tbase[i] != NO_TARGET)
-			pl->target[pl->ntarget++] = i;
+	/* Started as one command where its targets fit one and it has a
+	 * handle (without one, as its commands: nothing is lost). */
+	if (pl->ntarget <= NIC_START_TARGETS && n > 1 && !nic_obj_handle(&pl->o)) {
+		pl->as_start = true;
+		pl->ncmd = 1;
+	}
 	*out = pl;
 	return 0;
 }
@@ -733,6 +746,9 @@ static int start_slow(struct emunic_mq_prepared *pl, uint64_t wr_id_add, struct 
 	char why[96];
 	bool room;
 	int r = 0;
+#ifdef EMUNIC_CHECK_RULES
+	const struct prep_target *g = pl->target, *g_end = pl->target + pl->ntarget;
+#endif
 
 	/* Objects are destroyed without the post lock: a cross-check after
 	 * start_fast's look would see a destroy it did not, and differ. */
@@ -754,11 +770,13 @@ static int start_slow(struct emunic_mq_prepared *pl, uint64_t wr_id_add, struct 
 		c->wr_id += wr_id_add;
 		r = count_task(p, i, &pl->tasks[i], c);
 #ifdef EMUNIC_CHECK_RULES
-		if (!commit_it && !r && pl->tbase[i] != NO_TARGET &&
-		    c->target != pl->base[pl->tbase[i]] + pl->toff[i])
-			rules_differ("task %u: precomputed target %llu, the rules' %llu", i,
-				     (unsigned long long)(pl->base[pl->tbase[i]] + pl->toff[i]),
-				     (unsigned long long)c->target);
+		if (g < g_end && g->cmd == i) {
+			if (!commit_it && !r && c->target != *g->base + g->off)
+				rules_differ("task %u: precomputed target %llu, the rules' %llu", i,
+					     (unsigned long long)(*g->base + g->off),
+					     (unsigned long long)c->target);
+			g++;
+		}
 #endif
 	}
 	if (!r && (!room || !nic_fifo_room(&pl->mq->q, pl->ctl)))
@@ -775,19 +793,26 @@ static int start_fast(struct emunic_mq_prepared *pl, uint64_t wr_id_add, struct 
 {
 	struct emunic_ring *ring = &d->cmd;
 
-	if (!pl->fast || atomic_load_explicit(&pl->mq->o.dead, memory_order_relaxed) ||
-	    emunic_ring_space(ring) < pl->n || !nic_fifo_room(&pl->mq->q, pl->ctl))
-		return -EAGAIN;
-	for (unsigned k = 0; k < pl->nobj; k++)
-		if (atomic_load_explicit(&pl->obj[k]->dead, memory_order_relaxed))
-			return -EAGAIN;
-	/* Every queue's bases, and whether its rules hold. */
-	for (unsigned k = 0; k < pl->nq; k++) {
-		const struct prep_q *q = &pl->q[k];
-		uint64_t *b = &pl->base[k * B_PER_Q];
+	uint32_t deaths = atomic_load_explicit(&d->deaths, memory_order_acquire);
 
-		if (q->obj->kind == OBJ_QP) {
-			struct emunic_qp *qp = (struct emunic_qp *)q->obj;
+	if (!pl->fast || emunic_ring_space(ring) < pl->ncmd || !nic_fifo_room(&pl->mq->q, pl->ctl))
+		return -EAGAIN;
+	/* Alive, each object it names: looked at only when some object of
+	 * the device died since they were last seen alive. */
+	if (deaths != pl->deaths_seen) {
+		if (atomic_load_explicit(&pl->mq->o.dead, memory_order_relaxed))
+			return -EAGAIN;
+		for (unsigned k = 0; k < pl->nobj; k++)
+			if (atomic_load_explicit(&pl->obj[k]->dead, memory_order_relaxed))
+				return -EAGAIN;
+		pl->deaths_seen = deaths;
+	}
+	/* Every queue's bases, and whether its rules hold. */
+	for (struct prep_q *q = pl->q, *end = pl->q + pl->nq; q < end; q++) {
+		uint64_t *b = q->b;
+
+		if (q->qp) {
+			struct emunic_qp *qp = q->qp;
 
 			b[B_POSTED] = qp->sq_posted; b[B_CLAIMED] = qp->sq_claimed;
 			b[B_RQ_POSTED] = qp->rq_posted; b[B_RQ_CLAIMED] = qp->rq_claimed;
@@ -796,7 +821,7 @@ static int start_fast(struct emunic_mq_prepared *pl, uint64_t wr_id_add, struct 
 			    (q->n[0] && !nic_fifo_room(&qp->sq, q->n[0])) || (q->n[1] && !nic_fifo_room(&qp->rq, q->n[1])))
 				return -EAGAIN;
 		} else {
-			struct emunic_cq *cq = (struct emunic_cq *)q->obj;
+			struct emunic_cq *cq = q->cq;
 
 			b[B_CQ_INDEX] = cq->wait_index;
 			b[B_CQ_AFTER] = cq->wait_index + (cq->wait_count > q->m1 ? cq->wait_count : q->m1);
@@ -813,39 +838,58 @@ static int start_fast(struct emunic_mq_prepared *pl, uint64_t wr_id_add, struct 
 	if (start_slow(pl, wr_id_add, &p, false))
 		rules_differ("the precomputed rules take a start the rules refuse (%u tasks)", pl->n);
 #endif
-	/* The commands, each with its target (the ring's slots are commands:
-	 * indexed here without its run-time entry size). */
+	/* The commands: one START naming the list, with this start's targets
+	 * (the engine reads the rest from the list); or the list's commands,
+	 * copied, each with its target.  Either way a WAIT's covered count
+	 * moves now, as commit_list's. */
 	{
 		struct nic_cmd *slots = (struct nic_cmd *)(void *)ring->slots;
 		uint32_t tail = atomic_load_explicit(&ring->tail, memory_order_relaxed), mask = ring->mask;
 
-		for (unsigned i = 0; i < pl->n; i++) {
-			struct nic_cmd *c = &slots[(tail + i) & mask];
+		if (pl->as_start) {
+			struct nic_cmd_start *c = (struct nic_cmd_start *)(void *)&slots[tail & mask];
 
-			*c = pl->cmd[i];
-			c->wr_id += wr_id_add;
-		}
-		for (unsigned j = 0; j < pl->ntarget; j++) {
-			unsigned i = pl->target[j];
-			struct nic_cmd *c = &slots[(tail + i) & mask];
+			c->type = NIC_CMD_START;
+			c->ntarget = (uint8_t)pl->ntarget;
+			c->list = pl->o.handle;
+			c->wr_id_add = wr_id_add;
+			for (unsigned j = 0; j < pl->ntarget; j++) {
+				const struct prep_target *g = &pl->target[j];
+				uint64_t target = *g->base + g->off;
 
-			c->target = pl->base[pl->tbase[i]] + pl->toff[i];
-			if (pl->tasks[i].op == EMUNIC_TASK_WAIT &&	/* as commit_list */
-			    c->target > atomic_load_explicit(&pl->tasks[i].cq->covered, memory_order_relaxed))
-				atomic_store_explicit(&pl->tasks[i].cq->covered, c->target, memory_order_release);
+				c->target[j] = target;
+				if (g->cq && target > atomic_load_explicit(&g->cq->covered, memory_order_relaxed))
+					atomic_store_explicit(&g->cq->covered, target, memory_order_release);
+			}
+			pl->started = true;
+			pl->last_pos = tail + 1;
+		} else {
+			for (unsigned i = 0; i < pl->n; i++) {
+				struct nic_cmd *c = &slots[(tail + i) & mask];
+
+				*c = pl->cmd[i];
+				c->wr_id += wr_id_add;
+			}
+			for (unsigned j = 0; j < pl->ntarget; j++) {
+				const struct prep_target *g = &pl->target[j];
+				uint64_t target = *g->base + g->off;
+
+				slots[(tail + g->cmd) & mask].target = target;
+				if (g->cq && target > atomic_load_explicit(&g->cq->covered, memory_order_relaxed))
+					atomic_store_explicit(&g->cq->covered, target, memory_order_release);
+			}
 		}
 		if (__builtin_expect(emunic_tl_on, 0))
 			for (unsigned i = 0; i < pl->n; i++)
 				EMUNIC_TL(TL_TASK_POSTED, TL_TRACK_MQ, NIC_HANDLE_INDEX(pl->mq->o.handle), -1,
-					  slots[(tail + i) & mask].wr_id, pl->tasks[i].op, i);
+					  pl->cmd[i].wr_id + wr_id_add, pl->tasks[i].op, i);
 	}
 	/* The counters, as commit_list and commit_shadows leave them. */
-	for (unsigned k = 0; k < pl->nq; k++) {
-		const struct prep_q *q = &pl->q[k];
-		const uint64_t *b = &pl->base[k * B_PER_Q];
+	for (const struct prep_q *q = pl->q, *end = pl->q + pl->nq; q < end; q++) {
+		const uint64_t *b = q->b;
 
-		if (q->obj->kind == OBJ_QP) {
-			struct emunic_qp *qp = (struct emunic_qp *)q->obj;
+		if (q->qp) {
+			struct emunic_qp *qp = q->qp;
 
 			qp->sq_claimed = (q->from_posted[0] ? b[B_POSTED] : b[B_CLAIMED]) + q->claim_end[0];
 			qp->rq_claimed = (q->from_posted[1] ? b[B_RQ_POSTED] : b[B_RQ_CLAIMED]) + q->claim_end[1];
@@ -854,7 +898,7 @@ static int start_fast(struct emunic_mq_prepared *pl, uint64_t wr_id_add, struct 
 			qp->sq.posted += q->n[0];
 			qp->rq.posted += q->n[1];
 		} else {
-			struct emunic_cq *cq = (struct emunic_cq *)q->obj;
+			struct emunic_cq *cq = q->cq;
 
 			if (q->enlast) {
 				cq->wait_index = b[B_CQ_AFTER] + q->index_end;
@@ -882,8 +926,27 @@ static int start_fast(struct emunic_mq_prepared *pl, uint64_t wr_id_add, struct 
 	if (p.sh != sstack)
 		free(p.sh);
 #endif
-	emunic_ring_publish(ring, pl->n);
+	emunic_ring_publish(ring, pl->ncmd);
 	return 0;
+}
+
+/* A start the precomputed rules refused, run through the rules task by
+ * task (under the post lock).  Out of line: its shadows' stack is no cost
+ * of the start that passes. */
+__attribute__((noinline))
+static int start_refused(struct emunic_mq_prepared *pl, uint64_t wr_id_add, struct emunic_dev *d)
+{
+	struct shadow sstack[POST_STACK + 1];
+	struct emunic_mq_list l = { .mq = pl->mq, .tasks = pl->tasks, .n = pl->n };
+	struct post p = { .d = d, .lists = &l, .nlists = 1, .sh = sstack, .wr_id_add = wr_id_add };
+	int r;
+
+	if (pl->n + 1 > POST_STACK + 1 && !(p.sh = malloc((pl->n + 1) * sizeof(*p.sh))))
+		return -ENOMEM;
+	r = start_slow(pl, wr_id_add, &p, true);
+	if (p.sh != sstack)
+		free(p.sh);
+	return r;
 }
 
 /* The hot path of a persistent collective. */
@@ -897,20 +960,10 @@ int emunic_mq_start(struct emunic_mq_prepared *pl, uint64_t wr_id_add, unsigned 
 	if ((r = check_flags(pl->mq, flags)))
 		return r;
 	d = pl->mq->o.dev;
-	pthread_mutex_lock(&d->post_lock);
+	emunic_lock(&d->post_lock);
 	r = start_fast(pl, wr_id_add, d);
-	if (r == -EAGAIN) {
-		struct shadow sstack[POST_STACK + 1];
-		struct emunic_mq_list l = { .mq = pl->mq, .tasks = pl->tasks, .n = pl->n };
-		struct post p = { .d = d, .lists = &l, .nlists = 1, .sh = sstack, .wr_id_add = wr_id_add };
-
-		if (pl->n + 1 > POST_STACK + 1 && !(p.sh = malloc((pl->n + 1) * sizeof(*p.sh))))
-			r = -ENOMEM;
-		else
-			r = start_slow(pl, wr_id_add, &p, true);
-		if (p.sh != sstack)
-			free(p.sh);
-	}
-	pthread_mutex_unlock(&d->post_lock);
+	if (r == -EAGAIN)
+		r = start_refused(pl, wr_id_add, d);
+	emunic_unlock(&d->post_lock);
 	return posted(d, r, flags);
 }

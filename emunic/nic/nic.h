@@ -36,7 +36,9 @@ struct emunic_fault_spec;
 
 /* ---- objects and handles ------------------------------------------------------ */
 
-enum obj_kind { OBJ_CQ = 1, OBJ_QP, OBJ_MQ, OBJ_MR, OBJ_CT, OBJ_EQ, OBJ_LE, OBJ_KINDS };
+/* OBJ_PREP: a prepared MQ list, only ever in the handle table (a START
+ * command names it); never linked. */
+enum obj_kind { OBJ_CQ = 1, OBJ_QP, OBJ_MQ, OBJ_MR, OBJ_CT, OBJ_EQ, OBJ_LE, OBJ_PREP, OBJ_KINDS };
 
 #define NIC_HANDLE_INDEX_BITS 20
 #define NIC_HANDLE_INDEX(h) ((h) & ((1u << NIC_HANDLE_INDEX_BITS) - 1))
@@ -223,6 +225,7 @@ enum nic_cmd_type {
 	NIC_CMD_TRIG,		/* an op of emunic/triggered.h, triggered or not */
 	NIC_CMD_OBJ_CREATE,	/* link an object (QPs start connecting) */
 	NIC_CMD_OBJ_DESTROY,
+	NIC_CMD_START,		/* a start of a prepared MQ list: struct nic_cmd_start */
 	NIC_CMD_TYPES,
 };
 
@@ -242,6 +245,22 @@ struct nic_cmd {
 	uint32_t lkey, rkey;
 	union { uint32_t imm; uint32_t calc; };			/* CALC: op << 8 | type */
 };
+
+/* A start of a prepared list in one command: the engine reads the list's
+ * commands where the prepare left them (they do not change) and gives
+ * each its wr_id moved by wr_id_add and, in order, the targets this start
+ * worked out (the enables' and WAITs'; a list with more goes as its
+ * commands, copied). */
+#define NIC_START_TARGETS 6
+struct nic_cmd_start {
+	uint16_t type;		/* NIC_CMD_START */
+	uint8_t ntarget;
+	uint8_t pad;
+	uint32_t list;		/* the prepared list's handle (OBJ_PREP) */
+	uint64_t wr_id_add;
+	uint64_t target[NIC_START_TARGETS];
+};
+_Static_assert(sizeof(struct nic_cmd_start) <= sizeof(struct nic_cmd), "a start is one command slot");
 
 typedef void (*nic_cmd_fn)(struct emunic_dev *d, const struct nic_cmd *c);
 
@@ -290,7 +309,9 @@ struct emunic_dev {
 	enum emunic_idle idle;
 
 	/* app side */
-	pthread_mutex_t post_lock;	/* one producer at a time; lists whole */
+	struct emunic_lock post_lock;	/* one producer at a time; lists whole (calloc: free) */
+	_Atomic uint32_t deaths;	/* objects marked dead so far: a prepared list's start
+					 * looks at its objects only when this moved */
 	struct emunic_ring cmd;		/* struct nic_cmd */
 	struct nic_objtab tab;
 	int *qp_seq;			/* QPs made to each peer so far */
@@ -394,8 +415,9 @@ enum nic_leave {
 				 * to run, not the application's */
 };
 /* The app published commands: run them now if the engine is free, else
- * make sure whoever runs it does. */
-void nic_submitted(struct emunic_dev *d, enum nic_leave how);
+ * make sure whoever runs it does (nic_submitted, below: inline for a
+ * blocking call's post, which leaves them to its wait). */
+void nic_submitted_run(struct emunic_dev *d, enum nic_leave how);
 
 /* ---- owner.c: the ownership token --------------------------------------------------- */
 
@@ -412,9 +434,34 @@ void nic_take_kick(struct emunic_dev *d);
 /* This thread holds the token (it is inside the engine: a handler, say). */
 bool nic_owned(const struct emunic_dev *d);
 /* This thread holds some device's token (it is inside an engine). */
-bool nic_in_engine(void);
-/* Asks whoever holds the token for one more pass. */
-void nic_kick(struct emunic_dev *d);
+extern _Thread_local const struct emunic_dev *nic_owner_of;
+static inline bool nic_in_engine(void)
+{
+	return nic_owner_of != NULL;
+}
+/* Asks whoever holds the token for one more pass (the requester's side of
+ * owner.c's handshake: the fence pairs with a leaving holder's). */
+static inline void nic_kick(struct emunic_dev *d)
+{
+	atomic_store_explicit(&d->kick, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+}
+/* A blocking call's post (EMUNIC_POST_WAIT_NEXT) outside an engine: the
+ * wait that follows takes the token and runs these commands in its first
+ * pass, so running them here too costs a token round and a hand-over for
+ * nothing; the kick makes a holder meanwhile run them.  A poster that never
+ * waits is still served (mq.h) by the core's timer, set whenever the core
+ * sleeps; only with none set (it fired, or a hand-over cleared it) does the
+ * post run them itself and hand over as before, which sets one. */
+static inline void nic_submitted(struct emunic_dev *d, enum nic_leave how)
+{
+	if (how == NIC_LEAVE_WAIT_NEXT && !nic_in_engine() &&
+	    atomic_load_explicit(&d->wake_ns, memory_order_relaxed) != UINT64_MAX) {
+		nic_kick(d);
+		return;
+	}
+	nic_submitted_run(d, how);
+}
 /* This thread may run event-queue handlers (the core thread, and threads
  * that wait: not threads that post, which may hold their own locks). */
 bool nic_handlers_ok(void);

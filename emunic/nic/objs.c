@@ -130,6 +130,7 @@ int nic_obj_destroy(struct obj *o, const char *what)
 		return emunic_err(-EINVAL, "%s_destroy: not from an event handler", what);
 	if (atomic_exchange(&o->dead, true))
 		return emunic_err(-EINVAL, "%s_destroy: not a live %s", what, what);
+	atomic_fetch_add(&d->deaths, 1);
 	if (nic_send_cmd(d, NIC_CMD_OBJ_DESTROY, (uint8_t)o->kind, o->handle, 0))
 		return -EIO;
 	if (o->kind == OBJ_QP)
@@ -138,10 +139,10 @@ int nic_obj_destroy(struct obj *o, const char *what)
 	if (r)
 		return emunic_err(-ETIMEDOUT, "%s_destroy: the engine did not release it in 10 s", what);
 	nic_obj_unhandle(o);
-	pthread_mutex_lock(&d->post_lock);
+	emunic_lock(&d->post_lock);
 	o->grave = d->graveyard;
 	d->graveyard = o;
-	pthread_mutex_unlock(&d->post_lock);
+	emunic_unlock(&d->post_lock);
 	return 0;
 }
 
@@ -155,9 +156,9 @@ int nic_send_cmd(struct emunic_dev *d, uint16_t type, uint8_t op, uint32_t obj, 
 	for (;;) {
 		bool ok;
 
-		pthread_mutex_lock(&d->post_lock);
+		emunic_lock(&d->post_lock);
 		ok = emunic_ring_push(&d->cmd, &c);
-		pthread_mutex_unlock(&d->post_lock);
+		emunic_unlock(&d->post_lock);
 		if (ok)
 			break;
 		if (nic_owned(d))
@@ -172,7 +173,7 @@ int nic_send_cmd(struct emunic_dev *d, uint16_t type, uint8_t op, uint32_t obj, 
 	return 0;
 }
 
-void nic_submitted(struct emunic_dev *d, enum nic_leave how)
+void nic_submitted_run(struct emunic_dev *d, enum nic_leave how)
 {
 	nic_kick(d);
 	if (nic_in_engine()) {
@@ -272,7 +273,7 @@ void nic_obj_free(struct obj *o)
  * operation still on its way meets a disconnect, not a missing region. */
 void nic_free_objs(struct emunic_dev *d)
 {
-	static const enum obj_kind order[] = { OBJ_LE, OBJ_EQ, OBJ_CT, OBJ_MQ, OBJ_QP, OBJ_CQ, OBJ_MR };
+	static const enum obj_kind order[] = { OBJ_PREP, OBJ_LE, OBJ_EQ, OBJ_CT, OBJ_MQ, OBJ_QP, OBJ_CQ, OBJ_MR };
 
 	_Static_assert(sizeof(order) / sizeof(order[0]) == OBJ_KINDS - 1, "every kind once");
 	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)

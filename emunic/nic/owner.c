@@ -39,7 +39,7 @@
 #define LAZY_NS (10 * EMUNIC_NS_PER_MS)
 #define SAFETY_NS (1000 * EMUNIC_NS_PER_MS)	/* as the core's own periodic look */
 
-static _Thread_local const struct emunic_dev *owner_of;
+_Thread_local const struct emunic_dev *nic_owner_of;
 static _Thread_local bool handlers_ok, is_core;
 
 bool nic_own(struct emunic_dev *d)
@@ -47,18 +47,13 @@ bool nic_own(struct emunic_dev *d)
 	if (atomic_load_explicit(&d->held, memory_order_relaxed) ||
 	    atomic_exchange_explicit(&d->held, 1, memory_order_acquire))
 		return false;
-	owner_of = d;
+	nic_owner_of = d;
 	return true;
 }
 
 bool nic_owned(const struct emunic_dev *d)
 {
-	return owner_of == d;
-}
-
-bool nic_in_engine(void)
-{
-	return owner_of != NULL;
+	return nic_owner_of == d;
 }
 
 static uint64_t handover_ns(void)
@@ -133,7 +128,7 @@ static bool unown(struct emunic_dev *d, bool idle, bool posted)
 	for (int round = 0;; round++) {
 		if (!is_core && !(idle && round == 0))
 			hand_over(d);
-		owner_of = NULL;
+		nic_owner_of = NULL;
 		atomic_store_explicit(&d->held, 0, memory_order_release);
 		atomic_thread_fence(memory_order_seq_cst);
 		if (!atomic_load_explicit(&d->kick, memory_order_relaxed))
@@ -175,8 +170,8 @@ bool nic_poll_assist(struct emunic_dev *d)
 
 	/* The holder polls; and a thread in some device's engine (a handler
 	 * polling another device) must not run a second engine inside it
-	 * (owner_of names one device). */
-	if (owner_of || !nic_own(d))
+	 * (nic_owner_of names one device). */
+	if (nic_owner_of || !nic_own(d))
 		return false;
 	/* Urgent work already has its hand-over (the core's timer), and a
 	 * blocking call's wait runs it: a poll looks only for completions of
@@ -193,12 +188,6 @@ bool nic_poll_assist(struct emunic_dev *d)
 	}
 	nic_notices_out(d);
 	return n;
-}
-
-void nic_kick(struct emunic_dev *d)
-{
-	atomic_store_explicit(&d->kick, 1, memory_order_relaxed);
-	atomic_thread_fence(memory_order_seq_cst);
 }
 
 bool nic_handlers_ok(void) { return handlers_ok; }

@@ -181,7 +181,7 @@ int emunic_le_create(struct emunic_dev *d, const struct emunic_le_attr *a, struc
 	le->rkey = a->mr->mr->rkey;
 	/* Ids are reused as late as possible: a put still in flight for a
 	 * destroyed entry then finds no entry rather than a new one. */
-	pthread_mutex_lock(&d->post_lock);
+	emunic_lock(&d->post_lock);
 	for (unsigned i = 0; i < IMM_ID_MAX && !id; i++) {
 		unsigned c = 1 + (t->le_next + i) % IMM_ID_MAX;
 
@@ -193,16 +193,16 @@ int emunic_le_create(struct emunic_dev *d, const struct emunic_le_attr *a, struc
 		t->le_next = (uint16_t)id;
 		atomic_store_explicit(&t->les[id], le, memory_order_release);
 	}
-	pthread_mutex_unlock(&d->post_lock);
+	emunic_unlock(&d->post_lock);
 	if (!id) {
 		free(le);
 		return emunic_err(-ENOSPC, "le_create: all %d list entry ids are in use", IMM_ID_MAX);
 	}
 	r = nic_obj_create(&le->o);
 	if (r) {
-		pthread_mutex_lock(&d->post_lock);
+		emunic_lock(&d->post_lock);
 		atomic_store(&t->les[id], NULL);
-		pthread_mutex_unlock(&d->post_lock);
+		emunic_unlock(&d->post_lock);
 		free(le);
 		return r;
 	}

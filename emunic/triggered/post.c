@@ -183,7 +183,7 @@ static int post(struct emunic_dev *d, const struct emunic_op *ops, struct emunic
 		atomic_fetch_sub(&t->used, ntrig);
 		return -ENOSPC;
 	}
-	pthread_mutex_lock(&d->post_lock);
+	emunic_lock(&d->post_lock);
 	if (emunic_ring_space(&d->cmd) < n)
 		r = -ENOSPC;
 	for (; !r && got < n; got++) {
@@ -208,7 +208,7 @@ static int post(struct emunic_dev *d, const struct emunic_op *ops, struct emunic
 			first = x->next;
 			untake(d, x);
 		}
-	pthread_mutex_unlock(&d->post_lock);
+	emunic_unlock(&d->post_lock);
 	if (r) {
 		atomic_fetch_sub(&t->used, ntrig);
 		return r;

@@ -83,10 +83,10 @@ static void release(struct emunic_dev *d, struct obj *o)
 	case OBJ_LE: {
 		struct emunic_le *le = (struct emunic_le *)o;
 
-		pthread_mutex_lock(&d->post_lock);
+		emunic_lock(&d->post_lock);
 		if (atomic_load(&t->les[le->id]) == le)
 			atomic_store_explicit(&t->les[le->id], NULL, memory_order_release);
-		pthread_mutex_unlock(&d->post_lock);
+		emunic_unlock(&d->post_lock);
 		break;
 	}
 	case OBJ_QP:

@@ -345,7 +345,10 @@ int emunic_mq_post_lists(const struct emunic_mq_list *lists, unsigned nlists, un
  * names that object's first task even if an earlier task breaks a counter
  * rule.  Its messages name the wr_ids as moved.  A refused start posts
  * nothing.  Free a prepared list before closing its
- * device; freeing it does not touch what its starts posted. */
+ * device; freeing it does not touch what its starts posted (the engine
+ * reads a started list's tasks from the list itself: the free waits, at
+ * most 10 s, until it has taken the last start; from inside an event
+ * handler, where it cannot wait, it says so and leaves the list allocated). */
 struct emunic_mq_prepared;
 int emunic_mq_prepare(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned n,
 		      struct emunic_mq_prepared **out);

@@ -885,7 +885,7 @@ static void t_prepared(void)
 
 	setup(T->rank == 0 ? EMUNIC_QP_MANAGED_SEND : 0, 7);
 	if (T->rank == 1)
-		recvs(6);
+		recvs(17);
 	sync_ranks();
 	if (T->rank == 0) {
 		/* Invalid whatever was posted: refused at prepare. */
@@ -925,6 +925,45 @@ static void t_prepared(void)
 		CHECK(!(r = emunic_mq_start(pl, 400, 0)), "start 4 after the refusal: %s", strerror(-r));
 		CHECK(emunic_mq_wait(T->mq, &wc, 5000) == 0 && wc.wr_id == 1401, "start 4: wr_id %llu",
 		      (unsigned long long)wc.wr_id);
+		/* Freed right after its start, before the engine took it: what
+		 * the start posted still runs (a start reaches the engine as one
+		 * command naming the list, whose commands the engine then reads;
+		 * the free waits for that, and ASan sees any read after it). */
+		for (uint64_t k = 1; k <= 4; k++) {
+			struct emunic_mq_prepared *tmp = NULL;
+
+			l[0] = data(EMUNIC_TASK_SEND, 5);
+			l[1] = ctl(EMUNIC_TASK_SEND_EN, 1, EMUNIC_TASK_SIGNAL);
+			CHECK(!emunic_mq_prepare(T->mq, l, 2, &tmp), "freed after its start %llu: not prepared",
+			      (unsigned long long)k);
+			/* WAIT_NEXT leaves the START in the ring for the wait. */
+			CHECK(!(r = emunic_mq_start(tmp, 10000 * k, k % 2 ? EMUNIC_POST_WAIT_NEXT : 0)),
+			      "freed after its start %llu: start: %s",
+			      (unsigned long long)k, strerror(-r));
+			emunic_mq_prepared_free(tmp);
+			wc.wr_id = 0;
+			CHECK(emunic_mq_wait(T->mq, &wc, 5000) == 0 && wc.wr_id == 1001 + 10000 * k && !wc.status,
+			      "freed after its start %llu: MQ completion wr_id %llu status %d", (unsigned long long)k,
+			      (unsigned long long)wc.wr_id, wc.status);
+		}
+		/* More targets than one START command holds (7 enables): started
+		 * as its commands, each with its target, all the same. */
+		{
+			struct emunic_mq_prepared *many = NULL;
+			struct emunic_task m[14];
+
+			for (unsigned i = 0; i < 7; i++) {
+				m[2 * i] = data(EMUNIC_TASK_SEND, 6 + i);
+				m[2 * i + 1] = ctl(EMUNIC_TASK_SEND_EN, 1, i == 6 ? EMUNIC_TASK_SIGNAL : 0);
+			}
+			CHECK(!emunic_mq_prepare(T->mq, m, 14, &many), "a list of 7 enables was not prepared");
+			CHECK(!(r = emunic_mq_start(many, 90000, 0)), "a list of 7 enables: start: %s", strerror(-r));
+			wc.wr_id = 0;
+			CHECK(emunic_mq_wait(T->mq, &wc, 5000) == 0 && wc.wr_id == 91001 && !wc.status,
+			      "a list of 7 enables: MQ completion wr_id %llu status %d", (unsigned long long)wc.wr_id,
+			      wc.status);
+			emunic_mq_prepared_free(many);
+		}
 		CHECK(emunic_mq_start(NULL, 0, 0) == -EINVAL && emunic_mq_start(pl, 0, 0x80) == -EINVAL,
 		      "a start of no list or with unknown flags was taken");
 		CHECK(mq_count(300) == 0, "a refused start made an MQ completion");
@@ -934,7 +973,7 @@ static void t_prepared(void)
 		emunic_mq_prepared_free(NULL);
 	}
 	if (T->rank == 1) {
-		arrive_exactly(5, 300, "the started lists' sends, none of the refused starts'");
+		arrive_exactly(16, 300, "the started lists' sends, none of the refused starts'");
 	}
 	sync_ranks();
 }

@@ -21,7 +21,9 @@
  * cost lines; see parse()) for:
  *  - the app side of a post: emunic_mq_start's (emunic_mq_post_flags's) inclusive count less the
  *    engine passes it ran itself when the engine was free (nic_pass under
- *    nic_submitted, directly or in nic_unown's extra rounds), a list;
+ *    nic_submitted_run, directly or in nic_unown's extra rounds; a
+ *    blocking call's start, as here, leaves its commands to its wait and
+ *    runs none), a list;
  *  - the engine: nic_pass's inclusive count in every thread (the core's and
  *    the waiting app's), with nic_verbs_poll's where a pass did not call it
  *    (the core's look before it sleeps, an app poll's), less the verbs calls that post (emulated_post_send,
@@ -59,14 +61,14 @@ struct instr_opts {
 
 enum { F_MQ_POST, F_MQ_START, F_SUBMITTED, F_PASS, F_POST_SEND, F_POST_RECV, F_POLL, F_VPOLL, F_N };
 static const char *const fn_names[F_N] = {
-	"emunic_mq_post_flags", "emunic_mq_start", "nic_submitted", "nic_pass", "emulated_post_send", "emulated_post_recv",
+	"emunic_mq_post_flags", "emunic_mq_start", "nic_submitted_run", "nic_pass", "emulated_post_send", "emulated_post_recv",
 	"emulated_poll_cq", "nic_verbs_poll",
 };
 
 struct counts {
 	uint64_t self[F_N], out[F_N];	/* own cost lines; the inclusive cost of its calls */
 	uint64_t calls[F_N];		/* calls into it */
-	uint64_t inline_pass;		/* passes under nic_submitted: the poster's own */
+	uint64_t inline_pass;		/* passes under nic_submitted_run: the poster's own */
 	uint64_t lone_poll;		/* engine polls outside a pass (the core's before it sleeps, a poller's) */
 };
 
@@ -99,9 +101,9 @@ static uint64_t cost_of(const char *line)
  * --separate-callers=3: "fn=NAME'CALLER'CALLER2'CALLER3" starts a
  * function's lines; a cost line after "calls=N ..." is the inclusive cost of
  * those calls (to the last "cfn=..."); any other cost line is the function's
- * own.  A pass whose context names nic_submitted is one a poster ran itself,
- * directly (nic_pass'nic_submitted) or in nic_unown's extra rounds
- * (nic_pass'unown'nic_unown'nic_submitted: three callers deep, which a depth
+ * own.  A pass whose context names nic_submitted_run is one a poster ran
+ * itself, directly (nic_pass'nic_submitted_run) or in nic_unown's extra rounds
+ * (nic_pass'unown'nic_unown'nic_submitted_run: three callers deep, which a depth
  * of 2 cut off, so those passes, ~100 instructions a list, were counted as
  * the app's until 2026-11-26). */
 static int parse(const char *path, struct counts *c)
@@ -119,7 +121,7 @@ static int parse(const char *path, struct counts *c)
 			cur = fn_id(line + 3);
 		} else if (!strncmp(line, "cfn=", 4)) {
 			callee = fn_id(line + 4);
-			by_poster = callee == F_PASS && strstr(line, "'nic_submitted");
+			by_poster = callee == F_PASS && strstr(line, "'nic_submitted_run");
 			/* nic_verbs_poll's context: its callers follow the name */
 			lone = callee == F_VPOLL && !strstr(line, "'nic_pass");
 		} else if (!strncmp(line, "calls=", 6)) {
@@ -238,7 +240,7 @@ static int read_dump(struct bench *b, const char *dir, int part, struct counts *
 }
 
 /* A post's instructions a list: with the engine passes the poster ran
- * itself (nic_submitted's), and without them (the app side). */
+ * itself (nic_submitted_run's), and without them (the app side). */
 static int post_figures(struct bench *b, const struct instr_opts *o, const struct counts *c, int fn, double *app,
 			double *all)
 {
@@ -248,7 +250,7 @@ static int post_figures(struct bench *b, const struct instr_opts *o, const struc
 		return bench_err(b, -ENODATA, "callgrind counted %.0f calls of %s for %d barriers", lists, fn_names[fn],
 				 o->lists);
 	if (c->inline_pass > incl(c, fn))
-		return bench_err(b, -ENODATA, "callgrind's dump counts more passes under nic_submitted than in "
+		return bench_err(b, -ENODATA, "callgrind's dump counts more passes under nic_submitted_run than in "
 				 "%s: a poster other than it ran in the measured part", fn_names[fn]);
 	*all = (double)incl(c, fn) / lists;
 	*app = (double)(incl(c, fn) - c->inline_pass) / lists;
