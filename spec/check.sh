@@ -1,5 +1,5 @@
 #!/bin/sh
-# spec/check.sh MODEL [-DFLAG...]: model-checks spec/MODEL.pml (token, mq or
+# spec/check.sh MODEL [-DFLAG...]: model-checks spec/MODEL.pml (token, post_next, mq or
 # trig) with spin in a temporary directory, as tests/test_spec.py does, and on
 # an error prints the counterexample: each step as "process [statement]",
 # then the global state it ends in.  LTL=1 checks the model's LTL formula
@@ -10,7 +10,7 @@
 #   spec/check.sh mq -DMUT_BASE          # a mutation: wait_ok fails
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-m=${1:?usage: spec/check.sh token|mq|trig [-DFLAG...]}
+m=${1:?usage: spec/check.sh token|post_next|mq|trig [-DFLAG...]}
 shift
 m=${m%.pml}
 command -v spin >/dev/null || { echo "spin is missing: run make deps" >&2; exit 2; }

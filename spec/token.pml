@@ -499,7 +499,8 @@ proctype app(byte i)
 	 * may also be a blocking call's (EMUNIC_POST_WAIT_NEXT) that leaves
 	 * its command to the wait that follows, with only the kick: the code
 	 * does so whenever the core's timer is set, which includes the 1 s
-	 * SLEEP_MAX this model calls NEVER, so here it is a free choice. */
+	 * SLEEP_MAX this model calls NEVER, so here it is a free choice.  (A
+	 * poster whose wait never comes: post_next.pml.) */
 	atomic {
 		ring!i;
 		kick = 1;
@@ -508,13 +509,13 @@ proctype app(byte i)
 	take_and_run(ok, n, 1);
 #else
 		if
-		:: i < NWAIT -> ok = 0
 		:: true ->
 			own(ok);
 			if
 			:: ok -> kick = 0; core_kicked = 0; engine(n)
 			:: else
 			fi
+		:: i < NWAIT -> ok = 0	/* EMUNIC_POST_WAIT_NEXT: left to the wait */
 		fi
 	};
 	engine_late();
@@ -576,6 +577,9 @@ init {
 	};
 	finished == NAPP;
 	assert(finished == NAPP);
+	/* Every posted command ran, a poster's too (one left in the ring
+	 * blocks here: an invalid end state). */
+	len(ring) == 0;
 	/* nic_core_stop, thread.c */
 	stop = 1;
 	sleeping = 1;

@@ -29,6 +29,10 @@ CHECKS = [
     ("token", ["MUT_KICK"], "invalid end state"),
     ("token", ["MUT_BUMP"], "invalid end state"),
     ("token", ["MUT_CK_CLEAR"], "invalid end state"),
+    # A blocking post whose wait never comes leaves its command to the
+    # core's timer: looking at the timer before the kick loses it.
+    ("post_next", [], None),
+    ("post_next", ["MUT_NEXT_LOOK"], "assertion violated (ring==0)"),
     # The code as it was before the model found D1 and D2 (spec/README.md):
     # a waiter left asleep with its completion in the CQ and the core
     # asleep, unarmed, no timer.

@@ -103,10 +103,10 @@ static const struct nic_task_ops data_ops = { .done = data_done };
 /* ---- commands ------------------------------------------------------------------- */
 
 /* A task's command, with its wr_id and target as this post or start gave
- * them. */
-static void queue_task(struct emunic_dev *d, const struct nic_cmd *c, uint64_t wr_id, uint64_t target)
+ * them; mq: its MQ (c->mq resolved). */
+static void queue_task(struct emunic_dev *d, struct emunic_mq *mq, const struct nic_cmd *c, uint64_t wr_id,
+		       uint64_t target)
 {
-	struct emunic_mq *mq = (struct emunic_mq *)nic_resolve(d, c->mq, OBJ_MQ);
 	struct nic_task t = {
 		.ops = &data_ops, .ctx = mq, .wr_id = wr_id, .op = c->op, .flags = c->flags, .len = c->len,
 		.lkey = c->lkey, .rkey = c->rkey, .imm = c->imm, .addr = c->addr, .remote_addr = c->remote_addr,
@@ -147,30 +147,32 @@ data:
 
 static void on_task(struct emunic_dev *d, const struct nic_cmd *c)
 {
-	queue_task(d, c, c->wr_id, c->target);
+	queue_task(d, (struct emunic_mq *)nic_resolve(d, c->mq, OBJ_MQ), c, c->wr_id, c->target);
 }
 
 /* A start of a prepared list: its commands as the prepare left them, each
  * wr_id moved, the targets (in command order) from the start.  A list
  * freed since cannot be (emunic_mq_prepared_free waits for its last
- * START to be taken), so a handle that no longer resolves is a bug's. */
-static void on_start(struct emunic_dev *d, const struct nic_cmd *cmd)
+ * START to be taken), so a handle that no longer resolves is a bug's, or
+ * a free racing a start of the same list (mq.h forbids it). */
+static void on_start(struct emunic_dev *d, const struct nic_cmd *s)
 {
-	const struct nic_cmd_start *s = (const struct nic_cmd_start *)(const void *)cmd;
-	const struct emunic_mq_prepared *pl = (const struct emunic_mq_prepared *)nic_resolve(d, s->list, OBJ_PREP);
+	const struct emunic_mq_prepared *pl = (const struct emunic_mq_prepared *)nic_resolve(d, s->obj, OBJ_PREP);
+	struct emunic_mq *mq;
 	unsigned j = 0;
 
 	if (!pl) {
-		nic_notice(d, "a start of prepared list %#x: no such list; its tasks are dropped", s->list);
+		nic_notice(d, "a start of prepared list %#x: no such list; its tasks are dropped", s->obj);
 		return;
 	}
+	mq = (struct emunic_mq *)nic_resolve(d, pl->cmd[0].mq, OBJ_MQ);	/* one MQ: the list's */
 	for (unsigned i = 0; i < pl->n; i++) {
 		const struct nic_cmd *c = &pl->cmd[i];
 		uint64_t target = c->target;
 
-		if (j < s->ntarget && pl->target[j].cmd == i)
-			target = s->target[j++];
-		queue_task(d, c, c->wr_id + s->wr_id_add, target);
+		if (j < s->start_n && pl->target[j].cmd == i)
+			target = s->start_target[j++];
+		queue_task(d, mq, c, c->wr_id + s->start_add, target);
 	}
 }
 

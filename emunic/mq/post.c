@@ -522,8 +522,13 @@ struct prep_q {
 static bool starts_taken(void *arg)
 {
 	const struct emunic_mq_prepared *pl = arg;
+	struct emunic_ring *ring = &pl->o.dev->cmd;
+	uint32_t h = atomic_load_explicit(&ring->head, memory_order_acquire);
+	uint32_t t = atomic_load_explicit(&ring->tail, memory_order_acquire);
 
-	return (int32_t)(atomic_load_explicit(&pl->o.dev->cmd.head, memory_order_acquire) - pl->last_pos) >= 0;
+	/* Its slot (last_pos - 1) is no longer among [head, tail), however
+	 * many commands went by since. */
+	return (uint32_t)(pl->last_pos - 1 - h) >= t - h;
 }
 
 void emunic_mq_prepared_free(struct emunic_mq_prepared *pl)
@@ -535,10 +540,13 @@ void emunic_mq_prepared_free(struct emunic_mq_prepared *pl)
 		 * (mq.h): the engine must have read its commands first. */
 		if (pl->started && !starts_taken(pl)) {
 			struct emunic_word w = { 0 }, *wp = &w;
+			int r = nic_wait(pl->o.dev, &wp, 1, starts_taken, pl, 10000);
 
-			if (nic_wait(pl->o.dev, &wp, 1, starts_taken, pl, 10000)) {
-				emunic_err(-ETIMEDOUT, "emunic_mq_prepared_free: the engine did not take the list's last start "
-					   "in 10 s; the list is left allocated");
+			if (r) {
+				emunic_err(r, "emunic_mq_prepared_free: %s; the list is left allocated",
+					   r == -EDEADLK ? "called from an event handler while the engine still has to take "
+							   "the list's last start"
+							 : "the engine did not take the list's last start in 10 s");
 				return;
 			}
 		}
@@ -688,9 +696,9 @@ int emunic_mq_prepare(struct emunic_mq *mq, const struct emunic_task *tasks, uns
 	p.d = mq->o.dev;
 	nic_obj_init(&pl->o, p.d, OBJ_PREP);
 	p.buf = pl->cmd;
-	/* Read before check() sees each object alive: a death after it
-	 * makes the first start look again. */
-	pl->deaths_seen = atomic_load_explicit(&p.d->deaths, memory_order_acquire);
+	/* The first start looks at every object (the MQ too, which check()
+	 * does not), then only after a death. */
+	pl->deaths_seen = atomic_load_explicit(&p.d->deaths, memory_order_acquire) - 1;
 	emunic_lock(&p.d->post_lock);
 	r = check(&p);
 	emunic_unlock(&p.d->post_lock);
@@ -847,17 +855,17 @@ static int start_fast(struct emunic_mq_prepared *pl, uint64_t wr_id_add, struct 
 		uint32_t tail = atomic_load_explicit(&ring->tail, memory_order_relaxed), mask = ring->mask;
 
 		if (pl->as_start) {
-			struct nic_cmd_start *c = (struct nic_cmd_start *)(void *)&slots[tail & mask];
+			struct nic_cmd *c = &slots[tail & mask];
 
 			c->type = NIC_CMD_START;
-			c->ntarget = (uint8_t)pl->ntarget;
-			c->list = pl->o.handle;
-			c->wr_id_add = wr_id_add;
+			c->obj = pl->o.handle;
+			c->start_n = pl->ntarget;
+			c->start_add = wr_id_add;
 			for (unsigned j = 0; j < pl->ntarget; j++) {
 				const struct prep_target *g = &pl->target[j];
 				uint64_t target = *g->base + g->off;
 
-				c->target[j] = target;
+				c->start_target[j] = target;
 				if (g->cq && target > atomic_load_explicit(&g->cq->covered, memory_order_relaxed))
 					atomic_store_explicit(&g->cq->covered, target, memory_order_release);
 			}

@@ -225,42 +225,44 @@ enum nic_cmd_type {
 	NIC_CMD_TRIG,		/* an op of emunic/triggered.h, triggered or not */
 	NIC_CMD_OBJ_CREATE,	/* link an object (QPs start connecting) */
 	NIC_CMD_OBJ_DESTROY,
-	NIC_CMD_START,		/* a start of a prepared MQ list: struct nic_cmd_start */
+	NIC_CMD_START,		/* a start of a prepared MQ list (start_*) */
 	NIC_CMD_TYPES,
 };
+
+/* START: a start of a prepared list in one command.  The engine reads the
+ * list's commands where the prepare left them (they do not change) and
+ * gives each its wr_id moved by start_add and, in order, the targets this
+ * start worked out (the enables' and WAITs'; a list with more goes as its
+ * commands, copied). */
+#define NIC_START_TARGETS 6
 
 struct nic_cmd {
 	uint16_t type;
 	uint8_t op;		/* TASK: enum emunic_task_op */
 	uint8_t flags;		/* TASK: NIC_TASK_* */
 	uint32_t obj;		/* handle: TASK: the QP (data, *_EN) or CQ (WAIT); OBJ_*: the object
-				 * (op: its kind) */
-	uint32_t mq;		/* TASK: the MQ's handle; TRIG: the op's slot */
-	uint32_t len;
-	uint64_t wr_id;
-	uint64_t target;	/* WAIT: count to reach; *_EN: enable up to */
-	uint64_t addr;
-	union { uint64_t remote_addr; uint64_t calc_a; };	/* CALC: the operands */
-	union { uint64_t add; uint64_t calc_b; };
-	uint32_t lkey, rkey;
-	union { uint32_t imm; uint32_t calc; };			/* CALC: op << 8 | type */
+				 * (op: its kind); START: the prepared list (OBJ_PREP) */
+	union {
+		struct {
+			uint32_t mq;		/* TASK: the MQ's handle; TRIG: the op's slot */
+			uint32_t len;
+			uint64_t wr_id;
+			uint64_t target;	/* WAIT: count to reach; *_EN: enable up to */
+			uint64_t addr;
+			union { uint64_t remote_addr; uint64_t calc_a; };	/* CALC: the operands */
+			union { uint64_t add; uint64_t calc_b; };
+			uint32_t lkey, rkey;
+			union { uint32_t imm; uint32_t calc; };		/* CALC: op << 8 | type */
+		};
+		struct {
+			uint32_t start_n;	/* START: targets */
+			uint64_t start_add;	/* ... the wr_id offset */
+			uint64_t start_target[NIC_START_TARGETS];
+		};
+	};
 };
 
-/* A start of a prepared list in one command: the engine reads the list's
- * commands where the prepare left them (they do not change) and gives
- * each its wr_id moved by wr_id_add and, in order, the targets this start
- * worked out (the enables' and WAITs'; a list with more goes as its
- * commands, copied). */
-#define NIC_START_TARGETS 6
-struct nic_cmd_start {
-	uint16_t type;		/* NIC_CMD_START */
-	uint8_t ntarget;
-	uint8_t pad;
-	uint32_t list;		/* the prepared list's handle (OBJ_PREP) */
-	uint64_t wr_id_add;
-	uint64_t target[NIC_START_TARGETS];
-};
-_Static_assert(sizeof(struct nic_cmd_start) <= sizeof(struct nic_cmd), "a start is one command slot");
+_Static_assert(sizeof(struct nic_cmd) == 72, "a command is 72 bytes, a START one of them");
 
 typedef void (*nic_cmd_fn)(struct emunic_dev *d, const struct nic_cmd *c);
 
@@ -449,16 +451,18 @@ static inline void nic_kick(struct emunic_dev *d)
 /* A blocking call's post (EMUNIC_POST_WAIT_NEXT) outside an engine: the
  * wait that follows takes the token and runs these commands in its first
  * pass, so running them here too costs a token round and a hand-over for
- * nothing; the kick makes a holder meanwhile run them.  A poster that never
- * waits is still served (mq.h) by the core's timer, set whenever the core
- * sleeps; only with none set (it fired, or a hand-over cleared it) does the
- * post run them itself and hand over as before, which sets one. */
+ * nothing.  The kick makes a holder meanwhile run them.  A poster that
+ * never waits is still served (mq.h) by the core's timer if one is set (at
+ * most 1 s away: prepare_sleep and hand_over cap it); with none set, the
+ * post runs them itself and hands over as before.  The kick comes first:
+ * a holder that clears the timer and then leaves either sees the kick
+ * (after its fence) or cleared it before this look (after the kick's). */
 static inline void nic_submitted(struct emunic_dev *d, enum nic_leave how)
 {
-	if (how == NIC_LEAVE_WAIT_NEXT && !nic_in_engine() &&
-	    atomic_load_explicit(&d->wake_ns, memory_order_relaxed) != UINT64_MAX) {
+	if (how == NIC_LEAVE_WAIT_NEXT && !nic_in_engine()) {
 		nic_kick(d);
-		return;
+		if (atomic_load_explicit(&d->wake_ns, memory_order_relaxed) != UINT64_MAX)
+			return;
 	}
 	nic_submitted_run(d, how);
 }

@@ -106,6 +106,8 @@ static void hand_over(struct emunic_dev *d)
 	}
 	if (assisted && want == UINT64_MAX)
 		want = now + SAFETY_NS;		/* as above: should it never leave */
+	else if (want != UINT64_MAX && want > now + SAFETY_NS)
+		want = now + SAFETY_NS;		/* a set timer is never far: a blocking post counts on it */
 	/* Earlier than planned: move the timer.  An urgent wake planned for
 	 * work that is gone: push it out, so a tight post/wait loop never
 	 * wakes the core. */

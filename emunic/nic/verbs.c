@@ -540,8 +540,10 @@ int nic_verbs_push(struct emunic_dev *d)
 			 * inside ibv_post_send on rxe's loopback, and an answer
 			 * that finds no receive posted is an RNR NAK followed by
 			 * min_rnr_timer (0.64 ms) of nothing. */
-			n += push_queue(d, qp, true);
-			n += push_queue(d, qp, false);
+			if (unpushed(qp, true))		/* a look before push_queue's frame */
+				n += push_queue(d, qp, true);
+			if (unpushed(qp, false))
+				n += push_queue(d, qp, false);
 		}
 		/* Only an up QP waits for room; a failed or reconnecting one
 		 * waits for its connection unit, not a completion. */

@@ -348,7 +348,8 @@ int emunic_mq_post_lists(const struct emunic_mq_list *lists, unsigned nlists, un
  * device; freeing it does not touch what its starts posted (the engine
  * reads a started list's tasks from the list itself: the free waits, at
  * most 10 s, until it has taken the last start; from inside an event
- * handler, where it cannot wait, it says so and leaves the list allocated). */
+ * handler, where it cannot wait, it says so and leaves the list allocated).
+ * Not concurrently with a start of the same list. */
 struct emunic_mq_prepared;
 int emunic_mq_prepare(struct emunic_mq *mq, const struct emunic_task *tasks, unsigned n,
 		      struct emunic_mq_prepared **out);
