@@ -587,15 +587,17 @@ def test_potato_bench_usage():
 
 INSTR_HEADER = ["bench", "impl", "ranks", "metric", "value", "unit", "ratio_vs_none"]
 INSTR_ROWS = {("mq", m) for m in ("instr_post_app", "instr_post_with_pass", "instr_post_whole_app",
-                                  "instr_post_whole_with_pass", "instr_engine_task",
+                                  "instr_post_whole_with_pass", "instr_start_nb_app", "instr_start_nb_with_pass",
+                                  "instr_engine_task",
                                   "instr_verbs_post_task", "instr_verbs_poll_task")} | \
              {("triggered", m) for m in ("instr_engine_op", "instr_verbs_post_op", "instr_verbs_poll_op")}
 
 
 def test_instr_bench_quick(rxe):
     """Instructions under callgrind (each rank runs itself again under it):
-    every figure, the four target lines (met or MISSED, never asserted: the
-    post's for a prepared list started and for a list posted whole) and
+    every figure, the five target lines (met or MISSED, never asserted: the
+    post's for a prepared list started, blocking and not, and for a list
+    posted whole) and
     the CSV.  What is checked does not depend on time: the counts are
     positive, the app side of a post is not more than the post with its
     engine pass, and verbs' share was found (the noipa wrappers of verbs.c
@@ -606,6 +608,7 @@ def test_instr_bench_quick(rxe):
     assert "emunic-bench instr: instructions counted by callgrind" in out, out
     for what in (r"post a 4-task list, app side <= 300\s+mq start",
                  r"post a 4-task list, app side <= 300\s+mq whole",
+                 r"post a 4-task list, app side <= 300\s+mq start nb",
                  r"engine a fired op beyond post_send <= 500\s+triggered",
                  r"engine a task beyond post_send <= 500\s+mq"):
         assert re.search(r"^\s+(met|MISSED)\s+" + what + r"\s+" + NUM + " instructions", out, re.M), (what, out)
@@ -616,6 +619,7 @@ def test_instr_bench_quick(rxe):
     assert all(v > 0 for v in by.values()), text
     assert by[("mq", "instr_post_app")] <= by[("mq", "instr_post_with_pass")], text
     assert by[("mq", "instr_post_whole_app")] <= by[("mq", "instr_post_whole_with_pass")], text
+    assert by[("mq", "instr_start_nb_app")] <= by[("mq", "instr_start_nb_with_pass")], text
     # The engine is net of the verbs posting calls, which exist: a RECV and a
     # WRITE_IMM of every 4-task list, one put a fired op.
     assert by[("mq", "instr_verbs_post_task")] > 0 and by[("triggered", "instr_verbs_post_op")] > 0, text

@@ -17,6 +17,9 @@
  *     by the other's arriving;
  *  3. workload 1 again with each list posted whole
  *     (EMUNIC_COLL_PREPARED=0: emunic_mq_post_flags, every check each time);
+ *  4. workload 1 again as nonblocking barriers (emunic_ibarrier, then
+ *     emunic_coll_wait): the start without EMUNIC_POST_WAIT_NEXT, which
+ *     runs its pass and hands the engine over itself;
  * and rank 0 reads its dumps (the callgrind format: fn=, cfn=, calls= and
  * cost lines; see parse()) for:
  *  - the app side of a post: emunic_mq_start's (emunic_mq_post_flags's) inclusive count less the
@@ -178,9 +181,25 @@ static int barriers(struct bench *b, struct emunic_coll *c, int n, const char *w
 	return 0;
 }
 
+/* N nonblocking barriers, each waited for before the next. */
+static int ibarriers(struct bench *b, struct emunic_coll *c, int n, int timeout_ms)
+{
+	for (int i = 0; i < n; i++) {
+		struct emunic_coll_req *req = NULL;
+		int r = emunic_ibarrier(c, &req);
+
+		r = r ? r : emunic_coll_wait(req, timeout_ms);
+		if (r)
+			return bench_err(b, r, "measured ibarrier %d of %d", i + 1, n);
+	}
+	return 0;
+}
+
 /* oneshot: each barrier posts its list whole (EMUNIC_COLL_PREPARED=0,
- * read at create), not a start of the list prepared once. */
-static int run_mq(struct bench *b, const struct instr_opts *o, bool oneshot, char *device, size_t len)
+ * read at create), not a start of the list prepared once; nonblocking:
+ * emunic_ibarrier and a wait, not emunic_barrier. */
+static int run_mq(struct bench *b, const struct instr_opts *o, bool oneshot, bool nonblocking, char *device,
+		  size_t len)
 {
 	struct emunic_dev *dev = NULL;
 	struct emunic_coll *c = NULL;
@@ -194,9 +213,10 @@ static int run_mq(struct bench *b, const struct instr_opts *o, bool oneshot, cha
 	r = r ? r : barriers(b, c, WARMUP, "warm-up");
 	if (!r) {
 		CALLGRIND_ZERO_STATS;
-		r = barriers(b, c, o->lists, "measured");
-		CALLGRIND_DUMP_STATS_AT(oneshot ? "emunic-bench instr: mq barriers, lists posted whole"
-						: "emunic-bench instr: mq barriers");
+		r = nonblocking ? ibarriers(b, c, o->lists, o->timeout_ms) : barriers(b, c, o->lists, "measured");
+		CALLGRIND_DUMP_STATS_AT(nonblocking ? "emunic-bench instr: mq ibarriers"
+				       : oneshot    ? "emunic-bench instr: mq barriers, lists posted whole"
+						    : "emunic-bench instr: mq barriers");
 	}
 	if (c) {
 		int d = emunic_coll_destroy(c);
@@ -259,15 +279,17 @@ static int post_figures(struct bench *b, const struct instr_opts *o, const struc
 
 static int report(struct bench *b, const struct instr_opts *o, const char *dir, const char *device)
 {
-	struct counts mq, pt, one;
-	double lists, tasks, puts, post_app, post_all, one_app, one_all, mq_eng, mq_post, mq_poll, pt_eng, pt_post,
-	       pt_poll;
+	struct counts mq, pt, one, nb;
+	double lists, tasks, puts, post_app, post_all, one_app, one_all, nb_app, nb_all, mq_eng, mq_post, mq_poll,
+	       pt_eng, pt_post, pt_poll;
 	int r;
 
-	if ((r = read_dump(b, dir, 1, &mq)) || (r = read_dump(b, dir, 2, &pt)) || (r = read_dump(b, dir, 3, &one)))
+	if ((r = read_dump(b, dir, 1, &mq)) || (r = read_dump(b, dir, 2, &pt)) || (r = read_dump(b, dir, 3, &one)) ||
+	    (r = read_dump(b, dir, 4, &nb)))
 		return r;
 	if ((r = post_figures(b, o, &mq, F_MQ_START, &post_app, &post_all)) ||
-	    (r = post_figures(b, o, &one, F_MQ_POST, &one_app, &one_all)))
+	    (r = post_figures(b, o, &one, F_MQ_POST, &one_app, &one_all)) ||
+	    (r = post_figures(b, o, &nb, F_MQ_START, &nb_app, &nb_all)))
 		return r;
 	lists = (double)mq.calls[F_MQ_START];
 	tasks = 4.0 * lists;
@@ -283,6 +305,8 @@ static int report(struct bench *b, const struct instr_opts *o, const char *dir, 
 	r = r ? r : bench_add(b, "mq", "instr_post_with_pass", post_all, "instr");
 	r = r ? r : bench_add(b, "mq", "instr_post_whole_app", one_app, "instr");
 	r = r ? r : bench_add(b, "mq", "instr_post_whole_with_pass", one_all, "instr");
+	r = r ? r : bench_add(b, "mq", "instr_start_nb_app", nb_app, "instr");
+	r = r ? r : bench_add(b, "mq", "instr_start_nb_with_pass", nb_all, "instr");
 	r = r ? r : bench_add(b, "mq", "instr_engine_task", mq_eng, "instr");
 	r = r ? r : bench_add(b, "mq", "instr_verbs_post_task", mq_post, "instr");
 	r = r ? r : bench_add(b, "mq", "instr_verbs_poll_task", mq_poll, "instr");
@@ -295,7 +319,8 @@ static int report(struct bench *b, const struct instr_opts *o, const char *dir, 
 	       "  device       %s, 2 ranks\n"
 	       "  mq           %d blocking barriers, each one 4-task list (RECV, WRITE_IMM, SEND_EN,\n"
 	       "               WAIT), prepared once, started (emunic_mq_start); %llu engine passes;\n"
-	       "               and again with each list posted whole (emunic_mq_post_flags)\n"
+	       "               and again with each list posted whole (emunic_mq_post_flags),\n"
+	       "               and again as ibarriers (a start without EMUNIC_POST_WAIT_NEXT)\n"
 	       "  triggered    one hot-potato game: %d puts a rank, each fired by the other's\n"
 	       "               arriving; %llu engine passes\n"
 	       "  engine       nic_pass in every thread (core and waiting app) and verbs polls\n"
@@ -308,6 +333,8 @@ static int report(struct bench *b, const struct instr_opts *o, const char *dir, 
 	printf("  %-54s %12.0f\n", "mq: start a prepared list, with the engine pass it ran", post_all);
 	printf("  %-54s %12.0f\n", "mq: post a list whole, app side (no engine pass)", one_app);
 	printf("  %-54s %12.0f\n", "mq: post a list whole, with the engine pass it ran", one_all);
+	printf("  %-54s %12.0f\n", "mq: start an ibarrier's list, app side (no engine pass)", nb_app);
+	printf("  %-54s %12.0f\n", "mq: start an ibarrier's list, with the engine pass it ran", nb_all);
 	printf("  %-54s %12.0f\n", "mq: engine a task, beyond the shim's post_send/recv", mq_eng);
 	printf("  %-54s %12.0f\n", "mq:   shim post_send/recv a task (not counted above)", mq_post);
 	printf("  %-54s %12.0f\n", "mq:   of the engine's: shim poll_cq a task", mq_poll);
@@ -317,6 +344,7 @@ static int report(struct bench *b, const struct instr_opts *o, const char *dir, 
 	printf("\ntargets (reported, never asserted)\n");
 	bench_target_value("post a 4-task list, app side <= 300", "mq start", post_app, POST_TARGET, "instructions");
 	bench_target_value("post a 4-task list, app side <= 300", "mq whole", one_app, POST_TARGET, "instructions");
+	bench_target_value("post a 4-task list, app side <= 300", "mq start nb", nb_app, POST_TARGET, "instructions");
 	bench_target_value("engine a fired op beyond post_send <= 500", "triggered", pt_eng, ENGINE_TARGET,
 			   "instructions");
 	bench_target_value("engine a task beyond post_send <= 500", "mq", mq_eng, ENGINE_TARGET, "instructions");
@@ -331,15 +359,18 @@ static int measure(const struct instr_opts *o, const char *dir)
 	int r = bench_init(&b, "instr", o->csv);
 
 	r = r ? r : bench_two_ranks(&b);
-	r = r ? r : run_mq(&b, o, false, device, sizeof(device));
+	r = r ? r : run_mq(&b, o, false, false, device, sizeof(device));
 	if (!r)
 		bench_progress(&b, "[mq] %d barriers counted", o->lists);
 	r = r ? r : run_potato(&b, o);
 	if (!r)
 		bench_progress(&b, "[triggered] a game of %d puts a rank counted", o->rounds);
-	r = r ? r : run_mq(&b, o, true, device, sizeof(device));
+	r = r ? r : run_mq(&b, o, true, false, device, sizeof(device));
 	if (!r)
 		bench_progress(&b, "[mq] %d barriers, lists posted whole, counted", o->lists);
+	r = r ? r : run_mq(&b, o, false, true, device, sizeof(device));
+	if (!r)
+		bench_progress(&b, "[mq] %d ibarriers counted", o->lists);
 	if (!r && b.rank == 0)
 		r = report(&b, o, dir, device);
 	return bench_fini(&b, r);
@@ -351,7 +382,7 @@ static void rm_dir(const char *dir)
 {
 	char path[512];
 
-	for (int part = 0; part <= 3; part++) {
+	for (int part = 0; part <= 4; part++) {
 		if (part)
 			snprintf(path, sizeof(path), "%s/callgrind.out.%d", dir, part);
 		else
