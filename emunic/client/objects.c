@@ -43,10 +43,9 @@ int emunic_mr_dereg(struct emunic_mr *m)
 	struct emunic_dev *d;
 	int r;
 
-	if (!m || m->o.kind != OBJ_MR || atomic_exchange(&m->o.dead, true))
+	if (!m || m->o.kind != OBJ_MR || !nic_obj_kill(&m->o))
 		return -EINVAL;
 	d = m->o.dev;
-	atomic_fetch_add(&d->deaths, 1);
 	vmr = m->mr;
 	/* The handle stays readable (and dead) until the device closes: an
 	 * op or entry still naming it is refused, never a use after free. */

@@ -102,78 +102,153 @@ static const struct nic_task_ops data_ops = { .done = data_done };
 
 /* ---- commands ------------------------------------------------------------------- */
 
-/* A task's command, with its wr_id and target as this post or start gave
- * them; mq: its MQ (c->mq resolved). */
-static void queue_task(struct emunic_dev *d, struct emunic_mq *mq, const struct nic_cmd *c, uint64_t wr_id,
-		       uint64_t target)
+/* Where a task goes: its MQ's own queue, its QP's, or nowhere (an object
+ * destroyed since the post: the task is dropped (mq.h), and so is the list
+ * of a destroyed MQ). */
+enum task_to { TO_NONE, TO_MQ, TO_QP };
+
+/* A task's command as the engine runs it, with its wr_id and target as
+ * this post or start gave them; mq: its MQ (c->mq resolved). */
+static enum task_to build_task(struct emunic_dev *d, struct emunic_mq *mq, const struct nic_cmd *c, uint64_t wr_id,
+			       uint64_t target, struct nic_task *t, struct emunic_qp **qp)
 {
-	struct nic_task t = {
+	*t = (struct nic_task){
 		.ops = &data_ops, .ctx = mq, .wr_id = wr_id, .op = c->op, .flags = c->flags, .len = c->len,
 		.lkey = c->lkey, .rkey = c->rkey, .imm = c->imm, .addr = c->addr, .remote_addr = c->remote_addr,
 		.add = c->add, .target = target,
 	};
-	struct emunic_qp *qp;
-
 	switch (c->op) {
 	case EMUNIC_TASK_WAIT:
-		t.obj = nic_resolve(d, c->obj, OBJ_CQ);
-		goto control;
+		t->obj = nic_resolve(d, c->obj, OBJ_CQ);
+		return mq && t->obj ? TO_MQ : TO_NONE;
 	case EMUNIC_TASK_CALC:
-		if (c->obj)
-			goto data;	/* a SEND of the result */
-		if (mq)
-			goto queue;	/* local: runs on the MQ's queue */
-		return;
+		if (!c->obj)
+			return mq ? TO_MQ : TO_NONE;	/* local: runs on the MQ's queue */
+		break;					/* a SEND of the result */
 	case EMUNIC_TASK_SEND_EN:
 	case EMUNIC_TASK_RECV_EN:
-		t.obj = nic_resolve(d, c->obj, OBJ_QP);
-control:
-		/* An object destroyed since the post: the task is dropped
-		 * (mq.h), and so is the list of a destroyed MQ. */
-		if (!mq || !t.obj)
-			return;
-queue:
-		*nic_fifo_at(&mq->q, mq->q.tail++) = t;
-		d->mq->queued++;
-		mq_ready(d->mq, mq);
-		return;
-	default:
-data:
-		qp = (struct emunic_qp *)nic_resolve(d, c->obj, OBJ_QP);
-		if (qp)
-			nic_qp_queue(d, qp, &t, c->op == EMUNIC_TASK_RECV);
+		t->obj = nic_resolve(d, c->obj, OBJ_QP);
+		return mq && t->obj ? TO_MQ : TO_NONE;
 	}
+	*qp = (struct emunic_qp *)nic_resolve(d, c->obj, OBJ_QP);
+	return *qp ? TO_QP : TO_NONE;
+}
+
+static void mq_queue(struct emunic_dev *d, struct emunic_mq *mq, const struct nic_task *t)
+{
+	*nic_fifo_at(&mq->q, mq->q.tail++) = *t;
+	d->mq->queued++;
+	mq_ready(d->mq, mq);
 }
 
 static void on_task(struct emunic_dev *d, const struct nic_cmd *c)
 {
-	queue_task(d, (struct emunic_mq *)nic_resolve(d, c->mq, OBJ_MQ), c, c->wr_id, c->target);
+	struct emunic_mq *mq = (struct emunic_mq *)nic_resolve(d, c->mq, OBJ_MQ);
+	struct emunic_qp *qp = NULL;
+	struct nic_task t;
+
+	switch (build_task(d, mq, c, c->wr_id, c->target, &t, &qp)) {
+	case TO_MQ:
+		mq_queue(d, mq, &t);
+		break;
+	case TO_QP:
+		nic_qp_queue(d, qp, &t, t.op == EMUNIC_TASK_RECV);
+		break;
+	case TO_NONE:
+		break;
+	}
 }
 
-/* A start of a prepared list: its commands as the prepare left them, each
+/* A prepared list as the engine runs it: each task built once, its objects
+ * resolved, and built again only when some object of the device died since
+ * (a start then finds what a task-by-task one would).  A start copies each
+ * task where it goes and sets its wr_id and target. */
+struct prep_exec {
+	uint32_t deaths;		/* the device's when built */
+	struct emunic_mq *mq;
+	struct exec_task {
+		struct nic_task t;	/* wr_id before the start's offset */
+		struct emunic_qp *qp;	/* TO_QP's */
+		enum task_to to;
+	} task[];
+};
+
+static struct prep_exec *exec_of(struct emunic_dev *d, struct emunic_mq_prepared *pl)
+{
+	uint32_t deaths = atomic_load_explicit(&d->deaths, memory_order_acquire);
+	struct prep_exec *ex = pl->exec;
+
+	if (ex && ex->deaths == deaths)
+		return ex;
+	if (!ex && !(ex = pl->exec = malloc(sizeof(*ex) + pl->n * sizeof(ex->task[0]))))
+		return NULL;
+	ex->deaths = deaths;
+	ex->mq = (struct emunic_mq *)nic_resolve(d, pl->cmd[0].mq, OBJ_MQ);	/* one MQ: the list's */
+	for (unsigned i = 0; i < pl->n; i++) {
+		struct exec_task *e = &ex->task[i];
+
+		e->qp = NULL;
+		e->to = build_task(d, ex->mq, &pl->cmd[i], pl->cmd[i].wr_id, pl->cmd[i].target, &e->t, &e->qp);
+	}
+	return ex;
+}
+
+/* A start of a prepared list: its tasks as the prepare left them, each
  * wr_id moved, the targets (in command order) from the start.  A list
  * freed since cannot be (emunic_mq_prepared_free waits for its last
  * START to be taken), so a handle that no longer resolves is a bug's, or
  * a free racing a start of the same list (mq.h forbids it). */
 static void on_start(struct emunic_dev *d, const struct nic_cmd *s)
 {
-	const struct emunic_mq_prepared *pl = (const struct emunic_mq_prepared *)nic_resolve(d, s->obj, OBJ_PREP);
-	struct emunic_mq *mq;
+	struct emunic_mq_prepared *pl = (struct emunic_mq_prepared *)nic_resolve(d, s->obj, OBJ_PREP);
+	struct prep_exec *ex;
+	bool on_mq = false;
 	unsigned j = 0;
 
 	if (!pl) {
 		nic_notice(d, "a start of prepared list %#x: no such list; its tasks are dropped", s->obj);
 		return;
 	}
-	mq = (struct emunic_mq *)nic_resolve(d, pl->cmd[0].mq, OBJ_MQ);	/* one MQ: the list's */
+	if (!(ex = exec_of(d, pl))) {
+		nic_notice(d, "a start of prepared list %#x: no memory; its tasks are dropped", s->obj);
+		return;
+	}
 	for (unsigned i = 0; i < pl->n; i++) {
-		const struct nic_cmd *c = &pl->cmd[i];
-		uint64_t target = c->target;
+		const struct exec_task *e = &ex->task[i];
+		uint64_t target = e->t.target;
+		bool recv = e->t.op == EMUNIC_TASK_RECV;
+		struct nic_task *t, copy;
 
 		if (j < s->start_n && pl->target[j].cmd == i)
 			target = s->start_target[j++];
-		queue_task(d, mq, c, c->wr_id + s->start_add, target);
+		switch (e->to) {
+		case TO_MQ:
+			t = nic_fifo_at(&ex->mq->q, ex->mq->q.tail++);
+			*t = e->t;
+			t->wr_id += s->start_add;
+			t->target = target;
+			d->mq->queued++;
+			on_mq = true;
+			break;
+		case TO_QP:
+			if (!(t = nic_qp_slot(e->qp, recv))) {
+				copy = e->t;
+				copy.wr_id += s->start_add;
+				copy.target = target;
+				nic_qp_queue(d, e->qp, &copy, recv);	/* fails it */
+				break;
+			}
+			*t = e->t;
+			t->wr_id += s->start_add;
+			t->target = target;
+			nic_qp_queued(d, e->qp, recv);
+			break;
+		case TO_NONE:
+			break;
+		}
 	}
+	if (on_mq)
+		mq_ready(d->mq, ex->mq);
 }
 
 /* ---- running the queues ------------------------------------------------------------------ */

@@ -81,6 +81,7 @@ struct emunic_mq_prepared {
 	bool as_start;			/* ... a START (handled, its targets fit one) */
 	bool started;			/* a START of it went into the ring ... */
 	uint32_t last_pos;		/* ... the ring's tail after the last one: freeing waits for the engine to pass it */
+	struct prep_exec *exec;		/* the engine's: the list as it runs it (exec.c), from its first start */
 };
 
 /* exec.c: registers the unit. */

@@ -558,6 +558,7 @@ void emunic_mq_prepared_free(struct emunic_mq_prepared *pl)
 	free(pl->obj_task);
 	free(pl->q);
 	free(pl->target);
+	free(pl->exec);		/* the engine is done with it: it took the last start */
 	free(pl);
 }
 
@@ -794,6 +795,17 @@ static int start_slow(struct emunic_mq_prepared *pl, uint64_t wr_id_add, struct 
 	return r;
 }
 
+/* A target of this start, from its queue's base; a WAIT's covered count
+ * moves with it, as commit_list's. */
+static inline uint64_t target_of(const struct prep_target *g)
+{
+	uint64_t target = *g->base + g->off;
+
+	if (g->cq && target > atomic_load_explicit(&g->cq->covered, memory_order_relaxed))
+		atomic_store_explicit(&g->cq->covered, target, memory_order_release);
+	return target;
+}
+
 /* A start by the precomputed rules (under the post lock): 0, posted; or
  * -EAGAIN, nothing changed, for any refusal (start_slow then finds which
  * task and why, or that room was freed since). */
@@ -861,14 +873,8 @@ static int start_fast(struct emunic_mq_prepared *pl, uint64_t wr_id_add, struct 
 			c->obj = pl->o.handle;
 			c->start_n = pl->ntarget;
 			c->start_add = wr_id_add;
-			for (unsigned j = 0; j < pl->ntarget; j++) {
-				const struct prep_target *g = &pl->target[j];
-				uint64_t target = *g->base + g->off;
-
-				c->start_target[j] = target;
-				if (g->cq && target > atomic_load_explicit(&g->cq->covered, memory_order_relaxed))
-					atomic_store_explicit(&g->cq->covered, target, memory_order_release);
-			}
+			for (unsigned j = 0; j < pl->ntarget; j++)
+				c->start_target[j] = target_of(&pl->target[j]);
 			pl->started = true;
 			pl->last_pos = tail + 1;
 		} else {
@@ -878,14 +884,8 @@ static int start_fast(struct emunic_mq_prepared *pl, uint64_t wr_id_add, struct 
 				*c = pl->cmd[i];
 				c->wr_id += wr_id_add;
 			}
-			for (unsigned j = 0; j < pl->ntarget; j++) {
-				const struct prep_target *g = &pl->target[j];
-				uint64_t target = *g->base + g->off;
-
-				slots[(tail + g->cmd) & mask].target = target;
-				if (g->cq && target > atomic_load_explicit(&g->cq->covered, memory_order_relaxed))
-					atomic_store_explicit(&g->cq->covered, target, memory_order_release);
-			}
+			for (const struct prep_target *g = pl->target, *g_end = g + pl->ntarget; g < g_end; g++)
+				slots[(tail + g->cmd) & mask].target = target_of(g);
 		}
 		if (__builtin_expect(emunic_tl_on, 0))
 			for (unsigned i = 0; i < pl->n; i++)

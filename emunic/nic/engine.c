@@ -42,9 +42,9 @@ int nic_pass(struct emunic_dev *d)
 	return n;
 }
 
-uint64_t nic_next_due_ns(struct emunic_dev *d)
+uint64_t nic_next_due_ns(struct emunic_dev *d, uint64_t now)
 {
-	uint64_t now = emunic_now_ns(), due = UINT64_MAX;
+	uint64_t due = UINT64_MAX;
 
 	for (unsigned i = 0; i < d->nunits; i++)
 		if (d->unit[i]->next_due_ns) {

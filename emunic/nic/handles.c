@@ -125,6 +125,16 @@ bool nic_obj_alive(struct emunic_dev *d, const struct obj *o, enum obj_kind k)
 	return o && o->kind == k && (!d || o->dev == d) && !atomic_load(&((struct obj *)o)->dead);
 }
 
+/* Marks o dead once; false if it already was. The device's count of deaths
+ * moves with it: a prepared list's start looks at its objects only then. */
+bool nic_obj_kill(struct obj *o)
+{
+	if (atomic_exchange(&o->dead, true))
+		return false;
+	atomic_fetch_add(&o->dev->deaths, 1);
+	return true;
+}
+
 /* ---- FIFOs ----------------------------------------------------------------------- */
 
 int nic_fifo_init(struct nic_fifo *f, uint32_t entries, bool grows)

@@ -388,6 +388,7 @@ void nic_obj_unhandle(struct obj *o);
 /* The live object behind handle h of kind k, or NULL (engine side). */
 struct obj *nic_resolve(struct emunic_dev *d, uint32_t h, enum obj_kind k);
 bool nic_obj_alive(struct emunic_dev *d, const struct obj *o, enum obj_kind k);
+bool nic_obj_kill(struct obj *o);
 /* Publish / destroy through the ring; destroy waits (bounded) until the
  * engine released it.  0 or -errno. */
 int nic_obj_create(struct obj *o);
@@ -418,7 +419,8 @@ enum nic_leave {
 };
 /* The app published commands: run them now if the engine is free, else
  * make sure whoever runs it does (nic_submitted, below: inline for a
- * blocking call's post, which leaves them to its wait). */
+ * blocking call's post, which leaves them to its wait).  The caller has
+ * kicked. */
 void nic_submitted_run(struct emunic_dev *d, enum nic_leave how);
 
 /* ---- owner.c: the ownership token --------------------------------------------------- */
@@ -459,11 +461,10 @@ static inline void nic_kick(struct emunic_dev *d)
  * (after its fence) or cleared it before this look (after the kick's). */
 static inline void nic_submitted(struct emunic_dev *d, enum nic_leave how)
 {
-	if (how == NIC_LEAVE_WAIT_NEXT && !nic_in_engine()) {
-		nic_kick(d);
-		if (atomic_load_explicit(&d->wake_ns, memory_order_relaxed) != UINT64_MAX)
-			return;
-	}
+	nic_kick(d);
+	if (how == NIC_LEAVE_WAIT_NEXT && !nic_in_engine() &&
+	    atomic_load_explicit(&d->wake_ns, memory_order_relaxed) != UINT64_MAX)
+		return;
 	nic_submitted_run(d, how);
 }
 /* This thread may run event-queue handlers (the core thread, and threads
@@ -478,8 +479,9 @@ bool nic_is_core_thread(void);
 /* Drains the ring, polls verbs, steps every unit, hands eligible work to
  * verbs.  Returns how much it did (0: nothing).  Caller holds the token. */
 int nic_pass(struct emunic_dev *d);
-/* When some unit must run with no event (emunic_now_ns time; UINT64_MAX: never). */
-uint64_t nic_next_due_ns(struct emunic_dev *d);
+/* When some unit must run with no event (emunic_now_ns time, now as the
+ * caller read it; UINT64_MAX: never). */
+uint64_t nic_next_due_ns(struct emunic_dev *d, uint64_t now);
 /* Work is pending that only a completion (or arrival) can move. */
 bool nic_pending(struct emunic_dev *d);
 /* ... and the core must come for it soon: commands, a unit's runnable work,
@@ -505,6 +507,10 @@ void nic_on_cmd(struct emunic_dev *d, enum nic_cmd_type type, nic_cmd_fn fn);
 
 /* Queues t on qp's send (recv) queue; it goes to verbs when eligible. */
 void nic_qp_queue(struct emunic_dev *d, struct emunic_qp *qp, const struct nic_task *t, bool recv);
+/* The same in two steps, the task built in place: its slot (NULL: no
+ * memory; nic_qp_queue then fails the task), then nic_qp_queued. */
+struct nic_task *nic_qp_slot(struct emunic_qp *qp, bool recv);
+void nic_qp_queued(struct emunic_dev *d, struct emunic_qp *qp, bool recv);
 /* Managed QPs: releases the send (recv) queue up to `upto` tasks. */
 void nic_qp_enable(struct emunic_dev *d, struct emunic_qp *qp, bool recv, uint64_t upto);
 /* qp may have work to hand to verbs (it came up, a fault hold ended...). */

@@ -128,9 +128,8 @@ int nic_obj_destroy(struct obj *o, const char *what)
 	/* Before marking it dead: a refused destroy leaves the object live. */
 	if (nic_owned(d))
 		return emunic_err(-EINVAL, "%s_destroy: not from an event handler", what);
-	if (atomic_exchange(&o->dead, true))
+	if (!nic_obj_kill(o))
 		return emunic_err(-EINVAL, "%s_destroy: not a live %s", what, what);
-	atomic_fetch_add(&d->deaths, 1);
 	if (nic_send_cmd(d, NIC_CMD_OBJ_DESTROY, (uint8_t)o->kind, o->handle, 0))
 		return -EIO;
 	if (o->kind == OBJ_QP)
@@ -175,7 +174,6 @@ int nic_send_cmd(struct emunic_dev *d, uint16_t type, uint8_t op, uint32_t obj, 
 
 void nic_submitted_run(struct emunic_dev *d, enum nic_leave how)
 {
-	nic_kick(d);
 	if (nic_in_engine()) {
 		/* Posted by a handler, inside an engine.  Inside d's, this
 		 * thread's pass sees the kick.  Inside another device's, it

@@ -90,7 +90,7 @@ static void hand_over(struct emunic_dev *d)
 		return;
 	}
 	now = emunic_now_ns();
-	want = nic_next_due_ns(d);
+	want = nic_next_due_ns(d, now);
 	cur = atomic_load(&d->wake_ns);
 	if (cur <= now)
 		cur = UINT64_MAX;	/* it fired: the core may have taken it already */

@@ -154,7 +154,7 @@ static void drain_fds(struct emunic_dev *d, struct core_sleep *s, const bool *fi
  * next deadline.  Returns work found meanwhile (then do not sleep). */
 static int prepare_sleep(struct emunic_dev *d)
 {
-	uint64_t now = emunic_now_ns(), due = nic_next_due_ns(d), cap;
+	uint64_t now = emunic_now_ns(), due = nic_next_due_ns(d, now), cap;
 	int n = 0;
 
 	if (!atomic_load(&d->armed) && !atomic_load(&d->assisting) && nic_pending(d) &&

@@ -114,12 +114,26 @@ static bool grow(struct nic_fifo *f)
 	return true;
 }
 
-void nic_qp_queue(struct emunic_dev *d, struct emunic_qp *qp, const struct nic_task *t, bool recv)
+struct nic_task *nic_qp_slot(struct emunic_qp *qp, bool recv)
 {
 	struct nic_fifo *f = recv ? &qp->rq : &qp->sq;
 
-	if (f->tail - f->done > f->mask && !(f->grows && grow(f))) {
-		/* Room was checked at post; only memory can fail here. */
+	if (f->tail - f->done > f->mask && !(f->grows && grow(f)))
+		return NULL;	/* room was checked at post; only memory can fail here */
+	return nic_fifo_at(f, f->tail);
+}
+
+void nic_qp_queued(struct emunic_dev *d, struct emunic_qp *qp, bool recv)
+{
+	(recv ? &qp->rq : &qp->sq)->tail++;
+	nic_qp_ready(d, qp);
+}
+
+void nic_qp_queue(struct emunic_dev *d, struct emunic_qp *qp, const struct nic_task *t, bool recv)
+{
+	struct nic_task *slot = nic_qp_slot(qp, recv);
+
+	if (!slot) {
 		struct nic_task copy = *t;
 
 		nic_notice(d, "peer %d qp %u: no memory to queue a %s: it fails", qp->peer, atomic_load(&qp->qpn),
@@ -127,8 +141,8 @@ void nic_qp_queue(struct emunic_dev *d, struct emunic_qp *qp, const struct nic_t
 		copy.ops->done(d, qp, &copy, EMUNIC_WC_GENERAL_ERR, NULL);
 		return;
 	}
-	*nic_fifo_at(f, f->tail++) = *t;
-	nic_qp_ready(d, qp);
+	*slot = *t;
+	nic_qp_queued(d, qp, recv);
 }
 
 void nic_qp_enable(struct emunic_dev *d, struct emunic_qp *qp, bool recv, uint64_t upto)
@@ -522,6 +536,7 @@ int nic_verbs_push(struct emunic_dev *d)
 	while (qp) {
 		struct emunic_qp *next = qp->ready_next;
 		int s = atomic_load(&qp->state);
+		bool left = false;
 
 		qp->ready = false;
 		if (atomic_load_explicit(&qp->o.gone, memory_order_relaxed)) {
@@ -540,15 +555,20 @@ int nic_verbs_push(struct emunic_dev *d)
 			 * inside ibv_post_send on rxe's loopback, and an answer
 			 * that finds no receive posted is an RNR NAK followed by
 			 * min_rnr_timer (0.64 ms) of nothing. */
-			if (unpushed(qp, true))		/* a look before push_queue's frame */
+			/* A look before push_queue's frame; what is still
+			 * unpushed after it waits for room. */
+			if (unpushed(qp, true)) {
 				n += push_queue(d, qp, true);
-			if (unpushed(qp, false))
+				left = unpushed(qp, true);
+			}
+			if (unpushed(qp, false)) {
 				n += push_queue(d, qp, false);
+				left = left || unpushed(qp, false);
+			}
 		}
 		/* Only an up QP waits for room; a failed or reconnecting one
 		 * waits for its connection unit, not a completion. */
-		set_stalled(d, qp, s == QP_UP && qp->vqp && !atomic_load_explicit(&qp->o.gone, memory_order_relaxed) &&
-				   (unpushed(qp, true) || unpushed(qp, false)));
+		set_stalled(d, qp, left);
 		qp = next;
 	}
 	return n;

@@ -134,6 +134,12 @@ static void coll_free(struct emunic_coll *c)
 	if (c->alg && c->alg->fini)
 		c->alg->fini(c);
 	emunic_mq_prepared_free(c->prep);
+	while (c->spare) {
+		struct emunic_coll_req *req = c->spare;
+
+		c->spare = req->next;
+		free(req);
+	}
 	free(c->peer);
 	free(c->step);
 	free(c->task);

@@ -107,6 +107,7 @@ struct emunic_coll {
 	int err;			/* first failure; barriers from err_seq on fail */
 	uint64_t err_seq;
 	int nreq;			/* requests handed out, not yet waited */
+	struct emunic_coll_req *spare;	/* waited requests, for the next post: no allocation a call */
 	bool wait_next;			/* a blocking call posts: its wait follows */
 	struct coll_ar *ar;		/* allreduce.c's state */
 	struct coll_bc *bc;		/* bcast.c's state */
@@ -116,6 +117,7 @@ struct emunic_coll {
 struct emunic_coll_req {
 	struct emunic_coll *c;
 	uint64_t seq;
+	struct emunic_coll_req *next;	/* on c->spare, once waited */
 };
 
 /* common.c.  "emunic: rank R: coll: ..." on stderr; returns err (negative). */

@@ -78,15 +78,20 @@ static int post_req(struct emunic_coll *c, const struct coll_args *a, struct emu
 	r = coll_progress(c);
 	if (r)
 		return r;
-	req = calloc(1, sizeof(*req));
-	if (!req)
+	if (c->spare)
+		req = c->spare;
+	else if (!(req = calloc(1, sizeof(*req))))
 		return -ENOMEM;
-	req->c = c;
 	r = c->alg->post(c, a, &req->seq);
 	if (r) {
-		free(req);
+		if (req != c->spare)
+			free(req);
 		return r;
 	}
+	if (req == c->spare)
+		c->spare = req->next;
+	req->c = c;
+	req->next = NULL;
 	c->nreq++;
 	*out = req;
 	return 0;
@@ -185,12 +190,15 @@ int emunic_coll_test(struct emunic_coll_req *req)
 
 int emunic_coll_wait(struct emunic_coll_req *req, int timeout_ms)
 {
+	struct emunic_coll *c;
 	int r;
 
 	if (!req)
 		return -EINVAL;
-	r = coll_wait_seq(req->c, req->seq, timeout_ms);
-	req->c->nreq--;
-	free(req);
+	c = req->c;
+	r = coll_wait_seq(c, req->seq, timeout_ms);
+	c->nreq--;
+	req->next = c->spare;	/* kept for the next post (freed with c) */
+	c->spare = req;
 	return r;
 }
