@@ -34,10 +34,10 @@ int nic_pass(struct emunic_dev *d)
 	int n = drain_ring(d);
 
 	n += nic_verbs_poll(d);
-	for (unsigned i = 0; i < d->nunits; i++)
-		if (d->unit[i]->step)
-			n += d->unit[i]->step(d);
-	n += nic_verbs_push(d);
+	for (unsigned i = 0; i < d->nsteps; i++)
+		n += d->step[i](d);
+	if (d->ready)
+		n += nic_verbs_push(d);
 	d->st.passes++;
 	return n;
 }
@@ -89,6 +89,8 @@ int nic_register(struct emunic_dev *d, const struct nic_unit *u)
 	if (d->nunits == NIC_MAX_UNITS)
 		return emunic_err(-ENOSPC, "engine: no room for unit %s", u->name);
 	d->unit[d->nunits++] = u;
+	if (u->step)
+		d->step[d->nsteps++] = u->step;
 	return 0;
 }
 

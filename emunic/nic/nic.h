@@ -356,6 +356,8 @@ struct emunic_dev {
 	unsigned stalled;		/* QPs stalled (above) */
 	const struct nic_unit *unit[NIC_MAX_UNITS];
 	unsigned nunits;
+	int (*step[NIC_MAX_UNITS])(struct emunic_dev *d);	/* the units' steps, for a pass's one loop */
+	unsigned nsteps;
 	nic_cmd_fn on_cmd[NIC_CMD_TYPES];
 	void (*obj_free[OBJ_KINDS])(struct obj *o);	/* a kind's own parts, at close */
 	_Atomic bool need_core;		/* work only a handler-safe thread may do */

@@ -32,17 +32,9 @@ static unsigned sink_finish(struct emunic_dev *d, bool all, int status)
 	return n;
 }
 
-static int step(struct emunic_dev *d)
+static __attribute__((noinline)) int run_step(struct emunic_dev *d)
 {
-	struct trig_dev *t = d->trig;
-	int n;
-
-	/* Most passes: no counter moved, nothing in the sink, no finish or
-	 * handler event left for a handler thread.  Then there is nothing to
-	 * do, and every pass of a device not using triggers pays only this. */
-	if (!t->dirty && !t->sink && !t->deferred && !t->handler_eqs)
-		return 0;
-	n = trig_settle(d);
+	int n = trig_settle(d);
 
 	n += (int)sink_finish(d, false, EMUNIC_WC_SUCCESS);
 	if (nic_handlers_ok()) {
@@ -51,6 +43,17 @@ static int step(struct emunic_dev *d)
 		n += trig_settle(d);	/* handlers post and count too */
 	}
 	return n;
+}
+
+/* Most passes: no counter moved, nothing in the sink, no finish or handler
+ * event left for a handler thread.  Then there is nothing to do, and every
+ * pass of a device not using triggers pays only this look (not
+ * run_step's frame). */
+static int step(struct emunic_dev *d)
+{
+	const struct trig_dev *t = d->trig;
+
+	return t->dirty || t->sink || t->deferred || t->handler_eqs ? run_step(d) : 0;
 }
 
 static uint64_t next_due(struct emunic_dev *d, uint64_t now)
