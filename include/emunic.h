@@ -148,6 +148,8 @@ const char *emunic_dev_backend(const struct emunic_dev *dev);
  */
 struct emunic_dev_stats {
 	uint64_t passes;		/* engine passes, by anyone */
+	uint64_t idle_passes;		/* ... that found nothing to do (a waiter's or the
+					 * spinning core's looks) */
 	uint64_t core_passes;		/* ... by the core thread */
 	uint64_t core_wakes;		/* times the core thread woke from sleep */
 	uint64_t wake_cq, wake_cm, wake_doorbell, wake_timer;	/* ... because of */

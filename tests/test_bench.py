@@ -612,6 +612,13 @@ def test_instr_bench_quick(rxe):
                  r"engine a fired op beyond post_send <= 500\s+triggered",
                  r"engine a task beyond post_send <= 500\s+mq"):
         assert re.search(r"^\s+(met|MISSED)\s+" + what + r"\s+" + NUM + " instructions", out, re.M), (what, out)
+    # The passes that found nothing, from the device's own count (the
+    # engine counts a pass idle when it did nothing): never more than the
+    # passes callgrind saw.
+    m = re.search(r"(\d+) engine passes\s+\((\d+) found nothing\)", out)
+    assert m and int(m.group(2)) <= int(m.group(1)), out
+    m = re.search(r"arriving; (\d+) engine passes \((\d+) found nothing\)", out)
+    assert m and int(m.group(2)) <= int(m.group(1)), out
     rows, text = read_csv(path, INSTR_HEADER)
     by = {(r["impl"], r["metric"]): float(r["value"]) for r in rows}
     assert set(by) == INSTR_ROWS, text

@@ -39,6 +39,7 @@ int nic_pass(struct emunic_dev *d)
 	if (d->ready)
 		n += nic_verbs_push(d);
 	d->st.passes++;
+	d->st.idle_passes += !n;
 	return n;
 }
 

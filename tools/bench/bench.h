@@ -220,6 +220,7 @@ int bench_potato_new(struct bench *b, int rounds, int timeout_ms, struct potato 
  * the other's arriving; rank 0 gets its wall time in *us. */
 int bench_potato_play(struct bench *b, struct potato *p, int game, double *us);
 void bench_potato_free(struct potato *p);
+struct emunic_dev *bench_potato_dev(struct potato *p);
 
 /* ---- the subcommands, for main.c ------------------------------------------ */
 

@@ -153,6 +153,18 @@ static int parse(const char *path, struct counts *c)
 
 /* ---- the workloads (in the child, under callgrind) ------------------------- */
 
+/* Of the measured passes, those that found nothing (the device's count,
+ * read outside the measured part): the waiting thread's and the spinning
+ * core's looks, which a longer wait for the peer multiplies. */
+static struct { uint64_t mq, pt; } idle;
+
+static uint64_t idle_passes(struct emunic_dev *dev)
+{
+	struct emunic_dev_stats s;
+
+	return emunic_dev_stats(dev, &s) ? 0 : s.idle_passes;
+}
+
 static int open_coll(struct bench *b, const struct instr_opts *o, struct emunic_dev **dev, struct emunic_coll **c,
 		     char *device, size_t len)
 {
@@ -212,11 +224,15 @@ static int run_mq(struct bench *b, const struct instr_opts *o, bool oneshot, boo
 	unsetenv("EMUNIC_COLL_PREPARED");
 	r = r ? r : barriers(b, c, WARMUP, "warm-up");
 	if (!r) {
+		uint64_t idle0 = idle_passes(dev);
+
 		CALLGRIND_ZERO_STATS;
 		r = nonblocking ? ibarriers(b, c, o->lists, o->timeout_ms) : barriers(b, c, o->lists, "measured");
 		CALLGRIND_DUMP_STATS_AT(nonblocking ? "emunic-bench instr: mq ibarriers"
 				       : oneshot    ? "emunic-bench instr: mq barriers, lists posted whole"
 						    : "emunic-bench instr: mq barriers");
+		if (!oneshot && !nonblocking)
+			idle.mq = idle_passes(dev) - idle0;
 	}
 	if (c) {
 		int d = emunic_coll_destroy(c);
@@ -236,9 +252,12 @@ static int run_potato(struct bench *b, const struct instr_opts *o)
 
 	r = r ? r : bench_potato_play(b, p, 0, &us);	/* warm-up */
 	if (!r) {
+		uint64_t idle0 = idle_passes(bench_potato_dev(p));
+
 		CALLGRIND_ZERO_STATS;
 		r = bench_potato_play(b, p, 1, &us);
 		CALLGRIND_DUMP_STATS_AT("emunic-bench instr: hot potato");
+		idle.pt = idle_passes(bench_potato_dev(p)) - idle0;
 	}
 	bench_potato_free(p);
 	return r;
@@ -318,16 +337,17 @@ static int report(struct bench *b, const struct instr_opts *o, const char *dir, 
 	printf("\nemunic-bench instr: instructions counted by callgrind, rank 0, measured parts only\n"
 	       "  device       %s, 2 ranks\n"
 	       "  mq           %d blocking barriers, each one 4-task list (RECV, WRITE_IMM, SEND_EN,\n"
-	       "               WAIT), prepared once, started (emunic_mq_start); %llu engine passes;\n"
+	       "               WAIT), prepared once, started (emunic_mq_start); %llu engine passes\n"
+	       "               (%llu found nothing);\n"
 	       "               and again with each list posted whole (emunic_mq_post_flags),\n"
 	       "               and again as ibarriers (a start without EMUNIC_POST_WAIT_NEXT)\n"
 	       "  triggered    one hot-potato game: %d puts a rank, each fired by the other's\n"
-	       "               arriving; %llu engine passes\n"
+	       "               arriving; %llu engine passes (%llu found nothing)\n"
 	       "  engine       nic_pass in every thread (core and waiting app) and verbs polls\n"
 	       "               outside a pass (the core's before it sleeps, a poller's), less\n"
 	       "               the verbs calls that post (the shim's emulated_post_send, _post_recv)\n\n",
-	       device, o->lists, (unsigned long long)mq.calls[F_PASS], o->rounds,
-	       (unsigned long long)pt.calls[F_PASS]);
+	       device, o->lists, (unsigned long long)mq.calls[F_PASS], (unsigned long long)idle.mq, o->rounds,
+	       (unsigned long long)pt.calls[F_PASS], (unsigned long long)idle.pt);
 	printf("  %-54s %12s\n", "figure", "instructions");
 	printf("  %-54s %12.0f\n", "mq: start a prepared list, app side (no engine pass)", post_app);
 	printf("  %-54s %12.0f\n", "mq: start a prepared list, with the engine pass it ran", post_all);

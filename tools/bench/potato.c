@@ -156,6 +156,11 @@ int bench_potato_new(struct bench *b, int rounds, int timeout_ms, struct potato 
 	return potato_open(b, p);
 }
 
+struct emunic_dev *bench_potato_dev(struct potato *p)
+{
+	return p->dev;
+}
+
 void bench_potato_free(struct potato *p)
 {
 	if (p)
