@@ -437,15 +437,21 @@ static int push_queue(struct emunic_dev *d, struct emunic_qp *qp, bool recv)
 	uint8_t last_wr[CHAIN_MAX];	/* a task's last work request (imm_by_send: two a task) */
 	int n = 0;
 
-	for (;;) {
+	for (bool more = true; more;) {
 		uint64_t first = f->head;
 		unsigned k = 0, w = 0, took, wtook;
 		int r;
 
-		while (w < CHAIN_MAX && first + k < f->tail && first + k < released &&
-		       first + k - f->done < qp->attr.depth) {
+		/* more: the chain ended only because it was full, so another
+		 * may follow; else this one took all that may go now. */
+		more = false;
+		while (first + k < f->tail && first + k < released && first + k - f->done < qp->attr.depth) {
 			struct nic_task *t = nic_fifo_at(f, first + k);
 
+			if (w == CHAIN_MAX) {
+				more = true;
+				break;
+			}
 			if (recv) {
 				if (d->fault && !d->fault->recv_ok(d, qp))
 					break;		/* an rnr rule holds receives back */
@@ -454,8 +460,10 @@ static int push_queue(struct emunic_dev *d, struct emunic_qp *qp, bool recv)
 							       .num_sge = t->len ? 1 : 0, .next = &rwr[w + 1] };
 				w++;
 			} else if (t->op == EMUNIC_TASK_WRITE_IMM && qp->imm_by_send) {
-				if (w + (t->len ? 2 : 1) > CHAIN_MAX)
+				if (w + (t->len ? 2 : 1) > CHAIN_MAX) {
+					more = true;
 					break;
+				}
 				w += nic_imm_build_send(&swr[w], &sge[w], &msg[k], t, wr_id(qp, first + k, false));
 			} else {
 				swr[w] = (struct ibv_send_wr){ .wr_id = wr_id(qp, first + k, false), .next = &swr[w + 1] };
@@ -525,6 +533,7 @@ static int push_queue(struct emunic_dev *d, struct emunic_qp *qp, bool recv)
 			return n;
 		}
 	}
+	return n;
 }
 
 int nic_verbs_push(struct emunic_dev *d)
@@ -631,7 +640,8 @@ static void complete_through(struct emunic_dev *d, struct emunic_qp *qp, struct 
 		struct ibv_wc held;
 
 		if (status == EMUNIC_WC_SUCCESS) {
-			complete_range(qp, f, f->done, i, EMUNIC_WC_SUCCESS, true);
+			if (f->done < i)	/* the unsignaled tasks before it */
+				complete_range(qp, f, f->done, i, EMUNIC_WC_SUCCESS, true);
 		} else {
 			/* A final failure: a signaled task before it whose own
 			 * completion never came (a READ it overtook) did not
