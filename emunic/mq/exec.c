@@ -141,13 +141,14 @@ static void mq_queue(struct emunic_dev *d, struct emunic_mq *mq, const struct ni
 	mq_ready(d->mq, mq);
 }
 
-static void on_task(struct emunic_dev *d, const struct nic_cmd *c)
+/* A task's command, built and queued where it goes. */
+static void queue_task(struct emunic_dev *d, struct emunic_mq *mq, const struct nic_cmd *c, uint64_t wr_id,
+		       uint64_t target)
 {
-	struct emunic_mq *mq = (struct emunic_mq *)nic_resolve(d, c->mq, OBJ_MQ);
 	struct emunic_qp *qp = NULL;
 	struct nic_task t;
 
-	switch (build_task(d, mq, c, c->wr_id, c->target, &t, &qp)) {
+	switch (build_task(d, mq, c, wr_id, target, &t, &qp)) {
 	case TO_MQ:
 		mq_queue(d, mq, &t);
 		break;
@@ -159,10 +160,17 @@ static void on_task(struct emunic_dev *d, const struct nic_cmd *c)
 	}
 }
 
+static void on_task(struct emunic_dev *d, const struct nic_cmd *c)
+{
+	queue_task(d, (struct emunic_mq *)nic_resolve(d, c->mq, OBJ_MQ), c, c->wr_id, c->target);
+}
+
 /* A prepared list as the engine runs it: each task built once, its objects
- * resolved, and built again only when some object of the device died since
- * (a start then finds what a task-by-task one would).  A start copies each
- * task where it goes and sets its wr_id and target. */
+ * resolved, and built again only when some object of the device died since.
+ * A start copies each task where it goes and sets its wr_id and target.
+ * Reusing a resolved object is safe because no start of a list naming a
+ * dead object gets this far: start_fast and start_slow (post.c) refuse it
+ * (and a handle is never reused: its generation moves). */
 struct prep_exec {
 	uint32_t deaths;		/* the device's when built */
 	struct emunic_mq *mq;
@@ -193,6 +201,25 @@ static struct prep_exec *exec_of(struct emunic_dev *d, struct emunic_mq_prepared
 	return ex;
 }
 
+/* The start's target of command i (the start gives them in command order). */
+static uint64_t start_target(const struct emunic_mq_prepared *pl, const struct nic_cmd *s, unsigned i, unsigned *j,
+			     uint64_t target)
+{
+	return *j < s->start_n && pl->target[*j].cmd == i ? s->start_target[(*j)++] : target;
+}
+
+static void start_by_tasks(struct emunic_dev *d, const struct emunic_mq_prepared *pl, const struct nic_cmd *s)
+{
+	struct emunic_mq *mq = (struct emunic_mq *)nic_resolve(d, pl->cmd[0].mq, OBJ_MQ);
+	unsigned j = 0;
+
+	for (unsigned i = 0; i < pl->n; i++) {
+		const struct nic_cmd *c = &pl->cmd[i];
+
+		queue_task(d, mq, c, c->wr_id + s->start_add, start_target(pl, s, i, &j, c->target));
+	}
+}
+
 /* A start of a prepared list: its tasks as the prepare left them, each
  * wr_id moved, the targets (in command order) from the start.  A list
  * freed since cannot be (emunic_mq_prepared_free waits for its last
@@ -210,17 +237,15 @@ static void on_start(struct emunic_dev *d, const struct nic_cmd *s)
 		return;
 	}
 	if (!(ex = exec_of(d, pl))) {
-		nic_notice(d, "a start of prepared list %#x: no memory; its tasks are dropped", s->obj);
+		start_by_tasks(d, pl, s);	/* no memory for it: task by task, as a post */
 		return;
 	}
 	for (unsigned i = 0; i < pl->n; i++) {
 		const struct exec_task *e = &ex->task[i];
-		uint64_t target = e->t.target;
+		uint64_t target = start_target(pl, s, i, &j, e->t.target);
 		bool recv = e->t.op == EMUNIC_TASK_RECV;
 		struct nic_task *t, copy;
 
-		if (j < s->start_n && pl->target[j].cmd == i)
-			target = s->start_target[j++];
 		switch (e->to) {
 		case TO_MQ:
 			t = nic_fifo_at(&ex->mq->q, ex->mq->q.tail++);

@@ -154,8 +154,10 @@ static int parse(const char *path, struct counts *c)
 /* ---- the workloads (in the child, under callgrind) ------------------------- */
 
 /* Of the measured passes, those that found nothing (the device's count,
- * read outside the measured part): the waiting thread's and the spinning
- * core's looks, which a longer wait for the peer multiplies. */
+ * read inside the measured part, so never more than callgrind's count of
+ * passes; the reads are the app's, not the engine's): the waiting
+ * thread's and the spinning core's looks, which a longer wait for the peer
+ * multiplies. */
 static struct { uint64_t mq, pt; } idle;
 
 static uint64_t idle_passes(struct emunic_dev *dev)
@@ -224,15 +226,16 @@ static int run_mq(struct bench *b, const struct instr_opts *o, bool oneshot, boo
 	unsetenv("EMUNIC_COLL_PREPARED");
 	r = r ? r : barriers(b, c, WARMUP, "warm-up");
 	if (!r) {
-		uint64_t idle0 = idle_passes(dev);
+		uint64_t idle0;
 
 		CALLGRIND_ZERO_STATS;
+		idle0 = idle_passes(dev);
 		r = nonblocking ? ibarriers(b, c, o->lists, o->timeout_ms) : barriers(b, c, o->lists, "measured");
+		if (!oneshot && !nonblocking)
+			idle.mq = idle_passes(dev) - idle0;
 		CALLGRIND_DUMP_STATS_AT(nonblocking ? "emunic-bench instr: mq ibarriers"
 				       : oneshot    ? "emunic-bench instr: mq barriers, lists posted whole"
 						    : "emunic-bench instr: mq barriers");
-		if (!oneshot && !nonblocking)
-			idle.mq = idle_passes(dev) - idle0;
 	}
 	if (c) {
 		int d = emunic_coll_destroy(c);
@@ -252,12 +255,13 @@ static int run_potato(struct bench *b, const struct instr_opts *o)
 
 	r = r ? r : bench_potato_play(b, p, 0, &us);	/* warm-up */
 	if (!r) {
-		uint64_t idle0 = idle_passes(bench_potato_dev(p));
+		uint64_t idle0;
 
 		CALLGRIND_ZERO_STATS;
+		idle0 = idle_passes(bench_potato_dev(p));
 		r = bench_potato_play(b, p, 1, &us);
-		CALLGRIND_DUMP_STATS_AT("emunic-bench instr: hot potato");
 		idle.pt = idle_passes(bench_potato_dev(p)) - idle0;
+		CALLGRIND_DUMP_STATS_AT("emunic-bench instr: hot potato");
 	}
 	bench_potato_free(p);
 	return r;
