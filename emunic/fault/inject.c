@@ -62,6 +62,15 @@ static void qp_opts(struct emunic_dev *d, const struct emunic_qp *qp, struct emu
 	}
 }
 
+/* When qp's held receives go (0: no deadline); the device counts the QPs
+ * that have one, so a pass looks at QPs only while some do. */
+static void set_release(struct emunic_dev *d, struct fault_qp *s, uint64_t ns)
+{
+	if (!s->release_ns != !ns)
+		d->fault_timed += ns ? 1u : -1u;
+	s->release_ns = ns;
+}
+
 static bool recv_ok(struct emunic_dev *d, struct emunic_qp *qp)
 {
 	struct fault_qp *s = flt_of(qp);
@@ -79,7 +88,7 @@ static bool recv_ok(struct emunic_dev *d, struct emunic_qp *qp)
 		if (!s->held_since_ns) {
 			s->held_since_ns = now;
 			if (f->hold_us)
-				s->release_ns = now + f->hold_us * 1000;	/* the unit readies it then */
+				set_release(d, s, now + f->hold_us * 1000);	/* the unit readies it then */
 			atomic_fetch_add(&d->fault_held, 1);
 			EMUNIC_TL(TL_FAULT, TL_TRACK_QP, NIC_HANDLE_INDEX(qp->o.handle), qp->peer, i + 1,
 				  TL_FAULT_RNR_HOLD, 0);
@@ -90,7 +99,7 @@ static bool recv_ok(struct emunic_dev *d, struct emunic_qp *qp)
 		if (!f->hold_us || now - s->held_since_ns < f->hold_us * 1000)
 			return false;
 		s->held_since_ns = UINT64_MAX;	/* released for good */
-		s->release_ns = 0;
+		set_release(d, s, 0);
 		nic_notice(d, "fault (rnr rule %d): peer %d qp %u: receives released", i + 1, qp->peer,
 			   atomic_load(&qp->qpn));
 	}
@@ -199,7 +208,7 @@ static int step(struct emunic_dev *d)
 	uint64_t now = 0;
 	int n = 0;
 
-	for (struct obj *o = d->objs[OBJ_QP]; o; o = o->next) {
+	for (struct obj *o = d->fault_timed ? d->objs[OBJ_QP] : NULL; o; o = o->next) {
 		struct emunic_qp *qp = (struct emunic_qp *)o;
 
 		if (!qp->flt || !qp->flt->release_ns)
@@ -207,7 +216,7 @@ static int step(struct emunic_dev *d)
 		if (!now)
 			now = emunic_now_ns();
 		if (now >= qp->flt->release_ns) {
-			qp->flt->release_ns = 0;
+			set_release(d, qp->flt, 0);
 			nic_qp_ready(d, qp);	/* recv_ok says yes now */
 			n++;
 		}
@@ -220,7 +229,7 @@ static uint64_t next_due(struct emunic_dev *d, uint64_t now)
 	uint64_t due = UINT64_MAX;
 
 	(void)now;
-	for (struct obj *o = d->objs[OBJ_QP]; o; o = o->next) {
+	for (struct obj *o = d->fault_timed ? d->objs[OBJ_QP] : NULL; o; o = o->next) {
 		struct emunic_qp *qp = (struct emunic_qp *)o;
 
 		if (qp->flt && qp->flt->release_ns && qp->flt->release_ns < due)
@@ -231,11 +240,13 @@ static uint64_t next_due(struct emunic_dev *d, uint64_t now)
 
 static void release(struct emunic_dev *d, struct obj *o)
 {
-	(void)d;
-	if (o->kind == OBJ_QP) {
-		free(((struct emunic_qp *)o)->flt);
-		((struct emunic_qp *)o)->flt = NULL;
-	}
+	struct emunic_qp *qp = (struct emunic_qp *)o;
+
+	if (o->kind != OBJ_QP || !qp->flt)
+		return;
+	set_release(d, qp->flt, 0);
+	free(qp->flt);
+	qp->flt = NULL;
 }
 
 static void fini(struct emunic_dev *d)

@@ -372,6 +372,7 @@ struct emunic_dev {
 	struct mq_dev *mq;
 	struct emunic_fault_spec *faults;	/* parsed rules (fault/) */
 	_Atomic uint64_t fault_wc, fault_held, fault_failed;
+	unsigned fault_timed;		/* QPs whose held receives go at a deadline (fault/inject.c) */
 
 	/* notices: engine messages, printed outside the engine (notice.c) */
 	pthread_mutex_t notice_lock;
