@@ -242,34 +242,25 @@ static void on_start(struct emunic_dev *d, const struct nic_cmd *s)
 	}
 	for (unsigned i = 0; i < pl->n; i++) {
 		const struct exec_task *e = &ex->task[i];
-		uint64_t target = start_target(pl, s, i, &j, e->t.target);
+		uint64_t target = start_target(pl, s, i, &j, e->t.target);	/* every i: the targets go in order */
 		bool recv = e->t.op == EMUNIC_TASK_RECV;
-		struct nic_task *t, copy;
+		struct nic_task *t, failed;
 
-		switch (e->to) {
-		case TO_MQ:
-			t = nic_fifo_at(&ex->mq->q, ex->mq->q.tail++);
-			*t = e->t;
-			t->wr_id += s->start_add;
-			t->target = target;
+		if (e->to == TO_NONE)
+			continue;
+		t = e->to == TO_MQ ? nic_fifo_at(&ex->mq->q, ex->mq->q.tail++) : nic_qp_slot(e->qp, recv);
+		if (!t)
+			t = &failed;	/* no memory for it in the QP's queue */
+		*t = e->t;
+		t->wr_id += s->start_add;
+		t->target = target;
+		if (e->to == TO_MQ) {
 			d->mq->queued++;
 			on_mq = true;
-			break;
-		case TO_QP:
-			if (!(t = nic_qp_slot(e->qp, recv))) {
-				copy = e->t;
-				copy.wr_id += s->start_add;
-				copy.target = target;
-				nic_qp_queue(d, e->qp, &copy, recv);	/* fails it */
-				break;
-			}
-			*t = e->t;
-			t->wr_id += s->start_add;
-			t->target = target;
+		} else if (t == &failed) {
+			nic_qp_queue(d, e->qp, t, recv);	/* fails it */
+		} else {
 			nic_qp_queued(d, e->qp, recv);
-			break;
-		case TO_NONE:
-			break;
 		}
 	}
 	if (on_mq)
@@ -372,20 +363,20 @@ static __attribute__((noinline)) int run_ready(struct emunic_dev *d)
 	return n;
 }
 
+static bool runnable(struct emunic_dev *d)
+{
+	return d->mq->ready != NULL;	/* else every queued task is behind a WAIT */
+}
+
 /* Most passes find no MQ ready: they pay this look, not run_ready's frame. */
 static int step(struct emunic_dev *d)
 {
-	return d->mq->ready ? run_ready(d) : 0;
+	return runnable(d) ? run_ready(d) : 0;
 }
 
 static bool pending(struct emunic_dev *d)
 {
 	return d->mq->queued != 0;
-}
-
-static bool runnable(struct emunic_dev *d)
-{
-	return d->mq->ready != NULL;	/* else every queued task is behind a WAIT */
 }
 
 /* ---- objects going, closing ------------------------------------------------------------------- */

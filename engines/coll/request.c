@@ -67,6 +67,25 @@ int emunic_barrier(struct emunic_coll *c)
 	return c ? post_wait(c, &(struct coll_args){ .kind = EMUNIC_COLL_BARRIER }) : -EINVAL;
 }
 
+/* Requests are kept for the next post once waited (no allocation a call;
+ * freed with c). */
+static struct emunic_coll_req *req_get(struct emunic_coll *c)
+{
+	struct emunic_coll_req *req = c->spare;
+
+	if (req)
+		c->spare = req->next;
+	else
+		req = calloc(1, sizeof(*req));
+	return req;
+}
+
+static void req_put(struct emunic_coll *c, struct emunic_coll_req *req)
+{
+	req->next = c->spare;
+	c->spare = req;
+}
+
 /* Posts one operation and hands out its request. */
 static int post_req(struct emunic_coll *c, const struct coll_args *a, struct emunic_coll_req **out)
 {
@@ -78,20 +97,14 @@ static int post_req(struct emunic_coll *c, const struct coll_args *a, struct emu
 	r = coll_progress(c);
 	if (r)
 		return r;
-	if (c->spare)
-		req = c->spare;
-	else if (!(req = calloc(1, sizeof(*req))))
+	if (!(req = req_get(c)))
 		return -ENOMEM;
 	r = c->alg->post(c, a, &req->seq);
 	if (r) {
-		if (req != c->spare)
-			free(req);
+		req_put(c, req);
 		return r;
 	}
-	if (req == c->spare)
-		c->spare = req->next;
 	req->c = c;
-	req->next = NULL;
 	c->nreq++;
 	*out = req;
 	return 0;
@@ -198,7 +211,6 @@ int emunic_coll_wait(struct emunic_coll_req *req, int timeout_ms)
 	c = req->c;
 	r = coll_wait_seq(c, req->seq, timeout_ms);
 	c->nreq--;
-	req->next = c->spare;	/* kept for the next post (freed with c) */
-	c->spare = req;
+	req_put(c, req);
 	return r;
 }
