@@ -92,6 +92,7 @@ struct emunic_coll {
 	int rank, size;
 	struct emunic_mq *mq;
 	struct emunic_cq *scq;		/* every QP's sends, drained by progress */
+	uint64_t scq_seen;		/* its count at the last drain */
 	struct coll_peer *peer;		/* by rank */
 	int nqp;
 	struct coll_step *step;		/* this rank's schedule */

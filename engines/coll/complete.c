@@ -68,11 +68,18 @@ static void on_mq_wc(struct emunic_coll *c, const struct emunic_wc *wc)
 	set_err(c, seq, status_errno(wc->status));
 }
 
+/* The send CQ is drained only when its count moved since the last drain
+ * (a completion is queued before it is counted): an empty poll of it would
+ * run a second engine assist beside the MQ poll's own. */
 static int drain_sends(struct emunic_coll *c)
 {
 	struct emunic_wc wc[COLL_POLL_BATCH];
+	uint64_t count = emunic_cq_count(c->scq);
 	int n;
 
+	if (count == c->scq_seen)
+		return 0;
+	c->scq_seen = count;
 	do {
 		n = emunic_cq_poll(c->scq, wc, COLL_POLL_BATCH);
 		if (n < 0)
@@ -91,13 +98,15 @@ int coll_progress(struct emunic_coll *c)
 
 	if (c->size == 1)
 		return 0;
-	r = drain_sends(c);
-	if (r)
-		return r;
 	do {
+		/* The MQ poll runs the engine if it finds nothing; then the
+		 * sends, so that a send that failed is seen before the
+		 * completion of the operation it belongs to. */
 		n = emunic_mq_poll(c->mq, wc, COLL_POLL_BATCH);
 		if (n < 0)
 			return coll_err(c, n, "polling the management queue failed (%d)", n);
+		if ((r = drain_sends(c)))
+			return r;
 		for (int i = 0; i < n; i++)
 			on_mq_wc(c, &wc[i]);
 	} while (n == COLL_POLL_BATCH);
