@@ -79,7 +79,6 @@ static int drain_sends(struct emunic_coll *c)
 
 	if (count == c->scq_seen)
 		return 0;
-	c->scq_seen = count;
 	do {
 		n = emunic_cq_poll(c->scq, wc, COLL_POLL_BATCH);
 		if (n < 0)
@@ -87,6 +86,7 @@ static int drain_sends(struct emunic_coll *c)
 		for (int i = 0; i < n; i++)
 			on_send_wc(c, &wc[i]);
 	} while (n == COLL_POLL_BATCH);
+	c->scq_seen = count;
 	return 0;
 }
 
@@ -100,15 +100,16 @@ int coll_progress(struct emunic_coll *c)
 		return 0;
 	do {
 		/* The MQ poll runs the engine if it finds nothing; then the
-		 * sends, so that a send that failed is seen before the
-		 * completion of the operation it belongs to. */
+		 * sends, so that a send that failed by the time these MQ
+		 * completions were taken is seen before them. */
 		n = emunic_mq_poll(c->mq, wc, COLL_POLL_BATCH);
 		if (n < 0)
 			return coll_err(c, n, "polling the management queue failed (%d)", n);
-		if ((r = drain_sends(c)))
-			return r;
+		r = drain_sends(c);
 		for (int i = 0; i < n; i++)
-			on_mq_wc(c, &wc[i]);
+			on_mq_wc(c, &wc[i]);	/* taken: never dropped */
+		if (r)
+			return r;
 	} while (n == COLL_POLL_BATCH);
 	return 0;
 }

@@ -7,7 +7,7 @@
  * Each rank forks a child that runs this subcommand again under
  * valgrind --tool=callgrind (the launcher's bootstrap goes with it through
  * the environment); the parent waits, passes on its exit status and removes
- * the callgrind files.  The child runs two workloads, with the counts zeroed
+ * the callgrind files.  The child runs four workloads, with the counts zeroed
  * before and dumped after the measured part (CALLGRIND_ZERO_STATS,
  * CALLGRIND_DUMP_STATS_AT):
  *  1. N blocking MQ barriers at 2 ranks, each one 4-task list (RECV,
@@ -20,7 +20,7 @@
  *  4. workload 1 again as nonblocking barriers (emunic_ibarrier, then
  *     emunic_coll_wait): the start without EMUNIC_POST_WAIT_NEXT, which
  *     runs its pass and hands the engine over itself;
- *  after 1 and 2, on the same device once it is quiet, a few bounded
+ *  after 1 and 2, on the same device once it is quiet (both ranks done), a few bounded
  *  waits that find nothing (emunic_mq_wait on an empty MQ): the cost of an
  *  engine pass that found nothing, so the figures can also be given net of
  *  such passes (a waiter's and the core's looks while the peer is on its
@@ -194,18 +194,30 @@ static int open_coll(struct bench *b, const struct instr_opts *o, struct emunic_
 #define IDLE_WAIT_MS 2
 #define IDLE_SETTLE_US 20000	/* for the last completions to land first */
 
+/* The idle windows' passes, from the device's counts: all, and those that
+ * did some work (a late completion, say: then the cost is not an idle
+ * pass's alone, and the report says so). */
+struct window { uint64_t passes, busy; };
+static struct window idle_win_mq, idle_win_pt;
+
 /* The idle window: bounded waits on an MQ with nothing posted, each a run of
  * engine passes (the waiter's, and the core's if it looks) that find
- * nothing.  Its own dump. */
-static int idle_window(struct bench *b, struct emunic_dev *dev, const char *what)
+ * nothing.  Its own dump.  Both ranks enter and leave it together, so
+ * neither's traffic (the peer still measuring, or already tearing down)
+ * falls in the other's window. */
+static int idle_window(struct bench *b, struct emunic_dev *dev, const char *what, struct window *win)
 {
+	struct emunic_dev_stats s0, s1;
 	struct emunic_mq *mq = NULL;
 	struct emunic_wc wc;
-	int r = emunic_mq_create(dev, 16, &mq);
+	int r = bench_coll_sync(b, "before the idle window"), d;
 
-	if (r)
+	if (!r && (r = emunic_mq_create(dev, 16, &mq)))
 		return bench_err(b, r, "emunic_mq_create (%s)", what);
+	if (r)
+		return r;
 	usleep(IDLE_SETTLE_US);
+	r = emunic_dev_stats(dev, &s0);
 	CALLGRIND_ZERO_STATS;
 	for (int i = 0; i < IDLE_WAITS && !r; i++)
 		if ((r = emunic_mq_wait(mq, &wc, IDLE_WAIT_MS)) == -ETIMEDOUT)
@@ -213,8 +225,17 @@ static int idle_window(struct bench *b, struct emunic_dev *dev, const char *what
 		else
 			r = bench_err(b, r ? r : -EPROTO, "a wait on an empty MQ (%s) did not time out", what);
 	CALLGRIND_DUMP_STATS_AT(what);
-	emunic_mq_destroy(mq);
-	return r;
+	r = r ? r : emunic_dev_stats(dev, &s1);
+	if (!r) {
+		win->passes = s1.passes - s0.passes;
+		win->busy = win->passes - (s1.idle_passes - s0.idle_passes);
+		if (!win->passes)
+			r = bench_err(b, -ENODATA, "%s: %d waits of %d ms on an empty MQ ran no engine pass", what,
+				      IDLE_WAITS, IDLE_WAIT_MS);
+	}
+	if ((d = emunic_mq_destroy(mq)) && !r)
+		r = bench_err(b, d, "emunic_mq_destroy (%s)", what);
+	return r ? r : bench_coll_sync(b, "after the idle window");
 }
 
 static int barriers(struct bench *b, struct emunic_coll *c, int n, const char *what)
@@ -270,7 +291,7 @@ static int run_mq(struct bench *b, const struct instr_opts *o, bool oneshot, boo
 				       : oneshot    ? "emunic-bench instr: mq barriers, lists posted whole"
 						    : "emunic-bench instr: mq barriers");
 		if (!r && !oneshot && !nonblocking)
-			r = idle_window(b, dev, "emunic-bench instr: mq device, idle passes");
+			r = idle_window(b, dev, "emunic-bench instr: mq device, idle passes", &idle_win_mq);
 	}
 	if (c) {
 		int d = emunic_coll_destroy(c);
@@ -297,7 +318,8 @@ static int run_potato(struct bench *b, const struct instr_opts *o)
 		r = bench_potato_play(b, p, 1, &us);
 		idle.pt = idle_passes(bench_potato_dev(p)) - idle0;
 		CALLGRIND_DUMP_STATS_AT("emunic-bench instr: hot potato");
-		r = r ? r : idle_window(b, bench_potato_dev(p), "emunic-bench instr: potato device, idle passes");
+		r = r ? r : idle_window(b, bench_potato_dev(p), "emunic-bench instr: potato device, idle passes",
+					&idle_win_pt);
 	}
 	bench_potato_free(p);
 	return r;
@@ -398,10 +420,12 @@ static int report(struct bench *b, const struct instr_opts *o, const char *dir, 
 	       "               the verbs calls that post (the shim's emulated_post_send, _post_recv)\n"
 	       "  net          the same less the passes that found nothing, at the cost of such a\n"
 	       "               pass measured on the same device with nothing to do (%d waits of %d ms\n"
-	       "               on an empty MQ: %.0f passes, mq device; %.0f, potato device)\n\n",
+	       "               on an empty MQ: %llu passes, %llu of them did work, mq device;\n"
+	       "               %llu, %llu, potato device)\n\n",
 	       device, o->lists, (unsigned long long)mq.calls[F_PASS], (unsigned long long)idle.mq, o->rounds,
 	       (unsigned long long)pt.calls[F_PASS], (unsigned long long)idle.pt, IDLE_WAITS, IDLE_WAIT_MS,
-	       (double)mq_idle.calls[F_PASS], (double)pt_idle.calls[F_PASS]);
+	       (unsigned long long)idle_win_mq.passes, (unsigned long long)idle_win_mq.busy,
+	       (unsigned long long)idle_win_pt.passes, (unsigned long long)idle_win_pt.busy);
 	printf("  %-54s %12s\n", "figure", "instructions");
 	printf("  %-54s %12.0f\n", "mq: start a prepared list, app side (no engine pass)", post_app);
 	printf("  %-54s %12.0f\n", "mq: start a prepared list, with the engine pass it ran", post_all);
@@ -587,17 +611,20 @@ const char bench_instr_help[] =
 "    --barriers N       measured barriers (default 500; --quick 100)\n"
 "    --rounds R         puts a rank in the measured game (default 500; --quick 100)\n"
 "    --keep             keep callgrind's files (the directory is printed)\n"
-"    The barriers run twice: their lists prepared once and started\n"
-"    (emunic_mq_start, the barrier's way), and posted whole each time\n"
-"    (emunic_mq_post_flags, EMUNIC_COLL_PREPARED=0).\n"
+"    The barriers run three times: their lists prepared once and started\n"
+"    (emunic_mq_start, the barrier's way), posted whole each time\n"
+"    (emunic_mq_post_flags, EMUNIC_COLL_PREPARED=0), and started as\n"
+"    nonblocking barriers (emunic_ibarrier).\n"
 "    CSV: impl mq (metrics instr_post_app, instr_post_with_pass: the start;\n"
 "    instr_post_whole_app, instr_post_whole_with_pass: the post whole;\n"
+"    instr_start_nb_app, instr_start_nb_with_pass: the nonblocking start;\n"
 "    instr_engine_task, instr_verbs_post_task, instr_verbs_poll_task,\n"
 "    instr_idle_pass, instr_engine_task_net) and triggered (instr_engine_op,\n"
 "    instr_verbs_post_op, instr_verbs_poll_op, instr_idle_pass,\n"
 "    instr_engine_op_net), instructions; no baseline (the targets are\n"
 "    absolute).  The _net figures leave out the engine passes that found\n"
 "    nothing (a waiting thread's and the core's looks while the peer is on\n"
-"    its way), at the cost of such a pass measured after each part on the\n"
-"    same device (waits on an empty MQ); the targets are judged on the gross\n"
+"    its way), at the cost of such a pass measured on the same device after\n"
+"    the blocking barriers and after the game (waits on an empty MQ, both\n"
+"    ranks between bootstrap barriers); the targets are judged on the gross\n"
 "    figures.\n";
