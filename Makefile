@@ -22,10 +22,12 @@ ifneq ($(SAN),)
 CFLAGS   += $(SANFLAGS) -DEMUNIC_CHECK_RULES
 LDFLAGS  += $(SANFLAGS)
 endif
+# libpmix is opened at run time, under a PMIx launcher only (emunic/boot_pmix.c
+# says why): its headers at build time, the build's library path its default.
 PMIX_CFLAGS := $(shell pkg-config --cflags pmix 2>/dev/null)
-PMIX_LIBS   := $(shell pkg-config --libs pmix 2>/dev/null || echo -lpmix)
+PMIX_LIBDIR := $(shell pkg-config --variable=libdir pmix 2>/dev/null)
 CFLAGS   += $(PMIX_CFLAGS)
-LDLIBS   := -lrdmacm -lmlx5 -libverbs -luring $(PMIX_LIBS) -lpthread
+LDLIBS   := -lrdmacm -lmlx5 -libverbs -luring -lpthread
 
 LIB_SRCS  := $(sort $(wildcard emunic/*.c emunic/*/*.c shim/*.c shim/*/*.c engines/*/*.c baseline/*.c))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(O)/obj/%.o)
@@ -62,6 +64,10 @@ all: $(O)/lib/libemunic.a $(O)/lib/libemunic.so $(TOOLS) $(TESTBINS) $(MPI_ALL) 
 $(O)/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
+
+ifneq ($(PMIX_LIBDIR),)
+$(O)/obj/emunic/boot_pmix.o: CFLAGS += -DEMUNIC_PMIX_LIB='"$(PMIX_LIBDIR)/libpmix.so.2"'
+endif
 
 $(O)/lib/libemunic.a: $(LIB_OBJS)
 	@mkdir -p $(dir $@)

@@ -117,3 +117,23 @@ def test_pmix_datapath_under_open_mpi(rxe):
     out = run_ctest(rxe, "%s timeout 90 mpirun --allow-run-as-root --oversubscribe -np 2 %s/emunic-datapath "
                     "--iters 1" % (MPI_ENV, BIN), timeout=120)
     assert "verified (0 mismatches)" in out, out
+
+
+def test_libpmix_is_opened_only_under_a_pmix_launcher():
+    """No emunic program links libpmix (it and its libraries cost every
+    process's start); a PMIx launcher's environment opens it, and a library
+    that cannot be opened, or is not a libpmix, or a PMIx server that is not
+    there, is a named error, exit 3, no hang.  Host only."""
+    rc, out = host("ldd %s" % BT)
+    assert rc == 0 and "libpmix" not in out, out
+    pmix = "PMIX_NAMESPACE=emunic-test PMIX_RANK=0 "
+    rc, out = host(pmix + "EMUNIC_PMIX_LIB=/nonexistent/libpmix.so.2 %s" % BT)
+    assert rc == 3, out
+    assert ("bootstrap (pmix): a PMIx launcher started this process (PMIX_NAMESPACE=emunic-test) but libpmix "
+            "cannot be opened: /nonexistent/libpmix.so.2:") in out, out
+    rc, out = host(pmix + "EMUNIC_PMIX_LIB=libc.so.6 %s" % BT)
+    assert rc == 3, out
+    assert "bootstrap (pmix): the libpmix opened lacks a call emunic needs:" in out and "PMIx_" in out, out
+    rc, out = host(pmix + "timeout 30 " + BT)
+    assert rc == 3, out
+    assert "bootstrap (pmix): PMIx_Init failed:" in out, out
