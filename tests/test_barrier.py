@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import BIN, SANBIN, host, run_ctest
+from conftest import BIN, MEMCHECK, SANBIN, host, run_ctest
 
 RUN = BIN + "/emunic-run"
 BAR = BIN + "/emunic-barrier"
@@ -162,6 +162,5 @@ def test_sanitized_build_is_clean(rxe):
 @pytest.mark.parametrize("impl", ["mq", "ptp"])
 def test_memcheck_is_clean(rxe, impl):
     out = barrier_ok(rxe, 2, "--impl %s --signal write_imm --rounds 30" % impl,
-                         wrap="valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite "
-                              "--show-possibly-lost=no")
+                         wrap=MEMCHECK)
     assert summary(out)["violations"] == 0, out

@@ -1,7 +1,7 @@
 """Point 5 of the foundation: real data movement over rxe, every byte checked."""
 import pytest
 
-from conftest import BIN, SANBIN, run_ctest
+from conftest import BIN, MEMCHECK, SANBIN, run_ctest
 
 RUN = BIN + "/emunic-run"
 DP = BIN + "/emunic-datapath"
@@ -38,6 +38,5 @@ def test_sanitized_build_is_clean(rxe):
 
 
 def test_memcheck_is_clean(rxe):
-    out = run_ctest(rxe, "%s -n 2 -t 300 valgrind -q --error-exitcode=9 --leak-check=full "
-                    "--errors-for-leak-kinds=definite %s --size 4K --iters 1" % (RUN, DP), timeout=360)
+    out = run_ctest(rxe, "%s -n 2 -t 300 %s %s --size 4K --iters 1" % (RUN, MEMCHECK, DP), timeout=360)
     assert "verified (0 mismatches)" in out

@@ -13,6 +13,8 @@ import subprocess
 
 import pytest
 
+from conftest import MEMCHECK
+
 BIN = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "build", "bin"))
 SAN_BIN = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "build", "san", "bin"))
 INFO = os.path.join(BIN, "emunic-info")
@@ -155,7 +157,7 @@ def test_emunic_device_env_is_the_default(rxe):
 
 
 def test_valgrind_clean(rxe):
-    rc, out = rxe.run("valgrind -q --error-exitcode=9 %s -v >/dev/null" % INFO, timeout=300)
+    rc, out = rxe.run("%s %s -v >/dev/null" % (MEMCHECK, INFO), timeout=300)
     assert rc == 0, out
 
 

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from conftest import BIN, SANBIN, run_ctest
+from conftest import BIN, MEMCHECK, SANBIN, run_ctest
 
 CHECKS = {
     "held": "a held send does not execute before its enable",
@@ -124,8 +124,7 @@ def test_post_lists_say_which_list(rxe):
 
 
 def test_close_with_work_in_flight(rxe):
-    out = run_ctest(rxe, "%s/emunic-run -n 2 -t 200 valgrind -q --error-exitcode=9 --leak-check=full "
-                    "--errors-for-leak-kinds=definite %s/emunic-mqtest close_inflight" % (BIN, BIN),
+    out = run_ctest(rxe, "%s/emunic-run -n 2 -t 200 %s %s/emunic-mqtest close_inflight" % (BIN, MEMCHECK, BIN),
                     timeout=260)
     assert "rank 0: device rxe0 closing: peer 1 qp" in out and "2 unfinished work request(s) canceled" in out, out
     assert "unfinished task(s) canceled (first: WAIT)" in out, out

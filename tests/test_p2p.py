@@ -4,7 +4,7 @@ rendezvous with seed 000's progress variants, and connections made on demand
 payload is checked byte by byte."""
 import pytest
 
-from conftest import BIN, SANBIN, run_ctest
+from conftest import BIN, MEMCHECK, SANBIN, run_ctest
 
 RUN = "%s/emunic-run -n %d -t %d %s/emunic-rndv %s"
 
@@ -114,5 +114,4 @@ def test_p2p_sanitizers(rxe):
 
 def test_p2p_memcheck(rxe):
     run(rxe, "truncate", args="--proto rtr --on-demand", timeout=600,
-        wrap="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite "
-             "--show-possibly-lost=no ")
+        wrap=MEMCHECK + " ")

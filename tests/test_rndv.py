@@ -4,7 +4,7 @@ with no test call, the credit bound checked from the progress core's trace,
 truncation and bad arguments."""
 import pytest
 
-from conftest import BIN, SANBIN, run_ctest
+from conftest import BIN, MEMCHECK, SANBIN, run_ctest
 
 RUN = "%s/emunic-run -n %d -t %d %s/emunic-rndv %s"
 
@@ -55,5 +55,4 @@ def test_table1_sanitizers(rxe):
 
 def test_memcheck(rxe):
     run(rxe, "edges", args="--chunk 16384", timeout=600,
-        wrap="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite "
-             "--show-possibly-lost=no ")
+        wrap=MEMCHECK + " ")

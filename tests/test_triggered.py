@@ -3,7 +3,7 @@ rule of DESIGN.md ("Triggered operations"), each run by two ranks through the
 progress core; a couple again with ASan/UBSan and under valgrind."""
 import pytest
 
-from conftest import BIN, SANBIN, host, run_ctest
+from conftest import BIN, MEMCHECK, SANBIN, host, run_ctest
 
 RUN = BIN + "/emunic-run"
 
@@ -62,8 +62,7 @@ def test_memcheck_is_clean(rxe):
     opened and closed): one valgrind start-up, which dominates under TCG."""
     # rdma-core's device list and provider (rdma_get_devices, dlopen) stay
     # "possibly lost" at exit: only definite leaks are errors.
-    out = trigtest(rxe, "threshold free_pending", wrap="valgrind -q --error-exitcode=99 --leak-check=full "
-                   "--errors-for-leak-kinds=definite --show-possibly-lost=no", timeout=300)
+    out = trigtest(rxe, "threshold free_pending", wrap=MEMCHECK, timeout=300)
     for check in ("threshold", "free_pending"):
         assert "emunic-trigtest: %s: PASS" % check in out, out
     assert "definitely lost" not in out and "Invalid read" not in out and "Invalid write" not in out, out

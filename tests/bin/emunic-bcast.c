@@ -211,29 +211,56 @@ static void unmake(struct obj **slot, bool fault)
 
 /* ---- data ------------------------------------------------------------------ */
 
-static unsigned char pat(int root, unsigned it, size_t i)
+/* Bytes 4w..4w+3 of the message of `root` in call `it` (a hash a word: the
+ * checks of 1 MiB messages at 8 ranks took ~10% of the guest's CPU with
+ * one a byte). */
+static uint32_t word(int root, unsigned it, size_t w)
 {
-	uint32_t x = (uint32_t)i * 2654435761u + (uint32_t)root * 0x85ebca6bu + it * 0xc2b2ae35u;
+	uint32_t x = (uint32_t)w * 2654435761u + (uint32_t)root * 0x85ebca6bu + it * 0xc2b2ae35u;
 
 	x ^= x >> 13;
 	x *= 0x5bd1e995u;
 	x ^= x >> 15;
-	return (unsigned char)x;
+	return x;
+}
+
+static unsigned char pat(int root, unsigned it, size_t i)
+{
+	return (unsigned char)(word(root, it, i / 4) >> (i % 4 * 8));
+}
+
+/* out[0, n): bytes [from, from + n) of the pattern, or of its complement (garbage). */
+static void gen(unsigned char *out, size_t from, size_t n, int root, unsigned it, bool garbage)
+{
+	uint32_t flip = garbage ? ~0u : 0, x = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (i == 0 || (from + i) % 4 == 0)
+			x = word(root, it, (from + i) / 4) ^ flip;
+		out[i] = (unsigned char)(x >> ((from + i) % 4 * 8));
+	}
 }
 
 /* Bytes [from, to) of buf: the pattern, or its complement (garbage). */
 static void fill(unsigned char *buf, size_t from, size_t to, int root, unsigned it, bool garbage)
 {
-	for (size_t i = from; i < to; i++)
-		buf[i] = garbage ? (unsigned char)~pat(root, it, i) : pat(root, it, i);
+	gen(buf + from, from, to - from, root, it, garbage);
 }
 
 /* The first byte in [from, to) that is not as filled, or -1. */
 static long bad(const unsigned char *buf, size_t from, size_t to, int root, unsigned it, bool garbage)
 {
-	for (size_t i = from; i < to; i++)
-		if (buf[i] != (garbage ? (unsigned char)~pat(root, it, i) : pat(root, it, i)))
-			return (long)i;
+	unsigned char want[512];
+
+	for (size_t i = from; i < to; i += sizeof(want)) {
+		size_t n = to - i < sizeof(want) ? to - i : sizeof(want);
+
+		gen(want, i, n, root, it, garbage);
+		if (memcmp(buf + i, want, n))
+			for (size_t j = 0; j < n; j++)
+				if (buf[i + j] != want[j])
+					return (long)(i + j);
+	}
 	return -1;
 }
 
