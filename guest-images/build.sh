@@ -76,8 +76,14 @@ build_siw() {
     echo "$kver $ver" > "$dir/.built-from"
     echo "guest: built siw.ko for $kver from $src $ver" >&2
 }
-kver=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed -n 's,^\./lib/modules/\([^/]*\)/$,\1,p' | head -1)
-[ -n "$kver" ] || die "no /lib/modules/<version> in $deb"
+# The kernel version, from the .deb's file list once: listing it unpacks the
+# whole archive (~5 s), and every guest.py run comes through here.
+kver=$(cat "$deb.kver" 2>/dev/null || true)
+if [ -z "$kver" ] || [ "$deb" -nt "$deb.kver" ]; then
+    kver=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed -n 's,^\./lib/modules/\([^/]*\)/$,\1,p' | head -1)
+    [ -n "$kver" ] || die "no /lib/modules/<version> in $deb"
+    echo "$kver" > "$deb.kver"
+fi
 siw_ko=
 build_siw "$kver" "$(dpkg-deb -f "$deb" Version)" && siw_ko="$out/siw/siw.ko"
 [ -n "$siw_ko" ] || roots=${roots% siw}
