@@ -27,7 +27,7 @@ endif
 PMIX_CFLAGS := $(shell pkg-config --cflags pmix 2>/dev/null)
 PMIX_LIBDIR := $(shell pkg-config --variable=libdir pmix 2>/dev/null)
 CFLAGS   += $(PMIX_CFLAGS)
-LDLIBS   := -lrdmacm -lmlx5 -libverbs -luring -lpthread
+LDLIBS   := -lrdmacm -lmlx5 -libverbs -luring -ldl -lpthread
 
 LIB_SRCS  := $(sort $(wildcard emunic/*.c emunic/*/*.c shim/*.c shim/*/*.c engines/*/*.c baseline/*.c))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(O)/obj/%.o)

@@ -108,7 +108,10 @@ static int pmix_allgather(struct emunic_boot *b, const void *in, size_t len, voi
 	int r;
 
 	snprintf(key, sizeof(key), "emunic.ag.%u", b->round++);
-	PMIX_VALUE_CONSTRUCT(&v);
+	/* PMIx 4's PMIX_VALUE_CONSTRUCT; later ones make the construct macros
+	 * library calls, which nothing here may name (libpmix is not linked). */
+	memset(&v, 0, sizeof(v));
+	v.type = PMIX_UNDEF;
 	v.type = PMIX_BYTE_OBJECT;
 	/* PMIx copies the value; an empty share is one byte so Get finds the key. */
 	v.data.bo.bytes = len ? (char *)in : (char *)"";
@@ -127,7 +130,7 @@ static int pmix_allgather(struct emunic_boot *b, const void *in, size_t len, voi
 		return emunic_err(pmix_errno(st), "bootstrap (pmix): fence failed: %s", px.error_string(st));
 	if (!len)
 		return 0;
-	PMIX_PROC_CONSTRUCT(&peer);
+	memset(&peer, 0, sizeof(peer));
 	memcpy(peer.nspace, p->me.nspace, sizeof(peer.nspace));
 	for (r = 0; r < b->size; r++) {
 		peer.rank = (pmix_rank_t)r;
@@ -196,7 +199,7 @@ int emunic_boot_pmix_init(struct emunic_boot *b)
 		free(p);
 		return emunic_err(-EPROTO, "bootstrap (pmix): PMIx_Init failed: %s", px.error_string(st));
 	}
-	PMIX_PROC_CONSTRUCT(&job);
+	memset(&job, 0, sizeof(job));
 	memcpy(job.nspace, p->me.nspace, sizeof(job.nspace));
 	job.rank = PMIX_RANK_WILDCARD;
 	st = px.get(&job, PMIX_JOB_SIZE, NULL, 0, &v);

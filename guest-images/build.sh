@@ -82,7 +82,7 @@ kver=$(cat "$deb.kver" 2>/dev/null || true)
 if [ -z "$kver" ] || [ "$deb" -nt "$deb.kver" ]; then
     kver=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed -n 's,^\./lib/modules/\([^/]*\)/$,\1,p' | head -1)
     [ -n "$kver" ] || die "no /lib/modules/<version> in $deb"
-    echo "$kver" > "$deb.kver"
+    echo "$kver" > "$deb.kver.$$" && mv "$deb.kver.$$" "$deb.kver"
 fi
 siw_ko=
 build_siw "$kver" "$(dpkg-deb -f "$deb" Version)" && siw_ko="$out/siw/siw.ko"

@@ -153,7 +153,7 @@ def check_fault_named(out, abort_first=None, abort_peer=None):
     0's engine line must name it (the engine prints before it leaves).  Or
     that abort ends rank 0 between its collective's line and its
     interposer's (CI at a4f84de, under MPICH); then the peer's
-    interposer must have named it: one rank's MPI layer always does."""
+    interposer must have named it."""
     engine = re.search(r"emunic: rank 0: peer 1 qp \d+: SEND \(wr_id \d+\) failed: remote access error", out)
     coll = re.search(r"emunic: rank 0: coll: \w+ \d+: SEND to peer 1 failed: remote access error", out)
     peer = re.search(r"emunic: rank 1: coll: \w+ \d+: ", out)
