@@ -95,7 +95,7 @@ $(TOOL_DIRS:%=$(O)/bin/emunic-%): $(O)/lib/libemunic.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(O)/lib/libemunic.a $(LDLIBS)
 
-$(O)/bin/%: tests/bin/%.c tests/bin/harness.h $(O)/lib/libemunic.a $(HEADERS)
+$(O)/bin/%: tests/bin/%.c tests/bin/harness.h tests/bin/pattern.h $(O)/lib/libemunic.a $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(O)/lib/libemunic.a $(LDLIBS)
 

@@ -111,7 +111,6 @@ static int pmix_allgather(struct emunic_boot *b, const void *in, size_t len, voi
 	/* PMIx 4's PMIX_VALUE_CONSTRUCT; later ones make the construct macros
 	 * library calls, which nothing here may name (libpmix is not linked). */
 	memset(&v, 0, sizeof(v));
-	v.type = PMIX_UNDEF;
 	v.type = PMIX_BYTE_OBJECT;
 	/* PMIx copies the value; an empty share is one byte so Get finds the key. */
 	v.data.bo.bytes = len ? (char *)in : (char *)"";

@@ -71,6 +71,7 @@
 
 #define HARNESS_RANK rank
 #include "harness.h"
+#include "pattern.h"
 
 #define MIB (1 << 20)
 #define SMALLB (128 << 10)		/* the 4 KiB-segment objects' max_bytes */
@@ -258,59 +259,23 @@ static void unmake(struct obj **slot, bool fault)
 
 /* ---- data ------------------------------------------------------------------ */
 
-/* Bytes 4w..4w+3 of the block src sends to dst (-1: to every rank) in
- * call it (a hash a word: the checks of 1 MiB at 8 ranks took ~10% of the
- * guest's CPU with one a byte). */
-static uint32_t word(int src, int dst, unsigned it, size_t w)
+/* The pattern of the block src sends to dst (-1: to every rank) in call
+ * it (pattern.h). */
+static uint32_t seed(int src, int dst, unsigned it)
 {
-	uint32_t x = (uint32_t)w * 2654435761u + (uint32_t)src * 0x85ebca6bu + (uint32_t)dst * 0x27d4eb2fu +
-		     it * 0xc2b2ae35u;
-
-	x ^= x >> 13;
-	x *= 0x5bd1e995u;
-	x ^= x >> 15;
-	return x;
-}
-
-/* Byte i of that block. */
-static unsigned char pat(int src, int dst, unsigned it, size_t i)
-{
-	return (unsigned char)(word(src, dst, it, i / 4) >> (i % 4 * 8));
-}
-
-/* out[0, n): bytes [from, from + n) of the pattern of src -> dst, or of its complement. */
-static void gen(unsigned char *out, size_t from, size_t n, int src, int dst, unsigned it, bool garbage)
-{
-	uint32_t flip = garbage ? ~0u : 0, x = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		if (i == 0 || (from + i) % 4 == 0)
-			x = word(src, dst, it, (from + i) / 4) ^ flip;
-		out[i] = (unsigned char)(x >> ((from + i) % 4 * 8));
-	}
+	return (uint32_t)src * 0x85ebca6bu + (uint32_t)dst * 0x27d4eb2fu + it * 0xc2b2ae35u;
 }
 
 /* Bytes [0, n) of b: the pattern of src -> dst, or its complement. */
 static void fill(unsigned char *b, size_t n, int src, int dst, unsigned it, bool garbage)
 {
-	gen(b, 0, n, src, dst, it, garbage);
+	pattern_gen(b, 0, n, seed(src, dst, it), garbage);
 }
 
 /* The first byte in [0, n) that is not as filled, or -1. */
 static long bad(const unsigned char *b, size_t n, int src, int dst, unsigned it, bool garbage)
 {
-	unsigned char want[512];
-
-	for (size_t i = 0; i < n; i += sizeof(want)) {
-		size_t k = n - i < sizeof(want) ? n - i : sizeof(want);
-
-		gen(want, i, k, src, dst, it, garbage);
-		if (memcmp(b + i, want, k))
-			for (size_t j = 0; j < k; j++)
-				if (b[i + j] != want[j])
-					return (long)(i + j);
-	}
-	return -1;
+	return pattern_bad(b, 0, n, seed(src, dst, it), garbage);
 }
 
 /* One call's buffers and what it is checked against. */
@@ -377,9 +342,9 @@ static void verify(const char *what, const struct call *k)
 		if (at >= 0) {
 			FAIL("%s: %zu-byte blocks (%s %u, root %d): byte %ld of the block from rank %d is 0x%02x, "
 			     "not 0x%02x%s", what, block, kname(kind), k->it, k->root, at, q, b[at],
-			     want ? pat(q, to(rank), k->it, (size_t)at) : (unsigned char)~pat(q, to(rank), k->it, (size_t)at),
+			     pattern_byte(seed(q, to(rank), k->it), (size_t)at, !want),
 			     !want ? " (a non-root's rbuf was written)" :
-			     b[at] == (unsigned char)~pat(q, to(rank), k->it, (size_t)at) ? " (never written)" : "");
+			     b[at] == pattern_byte(seed(q, to(rank), k->it), (size_t)at, true) ? " (never written)" : "");
 			break;
 		}
 	}

@@ -55,6 +55,7 @@
 
 #define HARNESS_RANK rank
 #include "harness.h"
+#include "pattern.h"
 
 #define MAXB (1 << 20)			/* the main objects' max_bytes */
 #define SMALLB (128 << 10)		/* the 4 KiB-segment objects' max_bytes */
@@ -211,57 +212,16 @@ static void unmake(struct obj **slot, bool fault)
 
 /* ---- data ------------------------------------------------------------------ */
 
-/* Bytes 4w..4w+3 of the message of `root` in call `it` (a hash a word: the
- * checks of 1 MiB messages at 8 ranks took ~10% of the guest's CPU with
- * one a byte). */
-static uint32_t word(int root, unsigned it, size_t w)
+/* The pattern of the message of `root` in call `it` (pattern.h). */
+static uint32_t seed(int root, unsigned it)
 {
-	uint32_t x = (uint32_t)w * 2654435761u + (uint32_t)root * 0x85ebca6bu + it * 0xc2b2ae35u;
-
-	x ^= x >> 13;
-	x *= 0x5bd1e995u;
-	x ^= x >> 15;
-	return x;
-}
-
-static unsigned char pat(int root, unsigned it, size_t i)
-{
-	return (unsigned char)(word(root, it, i / 4) >> (i % 4 * 8));
-}
-
-/* out[0, n): bytes [from, from + n) of the pattern, or of its complement (garbage). */
-static void gen(unsigned char *out, size_t from, size_t n, int root, unsigned it, bool garbage)
-{
-	uint32_t flip = garbage ? ~0u : 0, x = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		if (i == 0 || (from + i) % 4 == 0)
-			x = word(root, it, (from + i) / 4) ^ flip;
-		out[i] = (unsigned char)(x >> ((from + i) % 4 * 8));
-	}
+	return (uint32_t)root * 0x85ebca6bu + it * 0xc2b2ae35u;
 }
 
 /* Bytes [from, to) of buf: the pattern, or its complement (garbage). */
 static void fill(unsigned char *buf, size_t from, size_t to, int root, unsigned it, bool garbage)
 {
-	gen(buf + from, from, to - from, root, it, garbage);
-}
-
-/* The first byte in [from, to) that is not as filled, or -1. */
-static long bad(const unsigned char *buf, size_t from, size_t to, int root, unsigned it, bool garbage)
-{
-	unsigned char want[512];
-
-	for (size_t i = from; i < to; i += sizeof(want)) {
-		size_t n = to - i < sizeof(want) ? to - i : sizeof(want);
-
-		gen(want, i, n, root, it, garbage);
-		if (memcmp(buf + i, want, n))
-			for (size_t j = 0; j < n; j++)
-				if (buf[i + j] != want[j])
-					return (long)(i + j);
-	}
-	return -1;
+	pattern_gen(buf + from, from, to - from, seed(root, it), garbage);
 }
 
 /* Before a bcast: the root's message and garbage past it; garbage on the
@@ -277,14 +237,14 @@ static void prepare(unsigned char *buf, size_t bytes, int root, unsigned it)
 static void verify(const char *what, const unsigned char *buf, size_t bytes, int root, unsigned it, bool reused)
 {
 	bool garbage = rank == root && reused;
-	long at = bad(buf, 0, bytes, root, it, garbage);
+	long at = pattern_bad(buf, 0, bytes, seed(root, it), garbage);
 
 	if (at >= 0)
 		FAIL("%s: %zu bytes from root %d (bcast %u): byte %ld is 0x%02x, not 0x%02x%s", what, bytes, root, it,
-		     at, buf[at], garbage ? (unsigned char)~pat(root, it, (size_t)at) : pat(root, it, (size_t)at),
+		     at, buf[at], pattern_byte(seed(root, it), (size_t)at, garbage),
 		     garbage ? " (the root's buffer, reused after posting, was written)" :
 		     rank == root ? " (the root's buffer changed)" : "");
-	at = bad(buf, bytes, bytes + GUARD, root, it, true);
+	at = pattern_bad(buf, bytes, bytes + GUARD, seed(root, it), true);
 	if (at >= 0)
 		FAIL("%s: %zu bytes from root %d (bcast %u): byte %ld, past the message, was written", what, bytes,
 		     root, it, at);
