@@ -116,6 +116,7 @@ bit armed;			/* d->armed and ibv_req_notify_cq in one */
 bit bell, chanev;		/* the doorbell eventfd, the completion channel */
 /* verbs */
 byte inflight;			/* d->inflight: in verbs, not yet polled */
+byte wfly;			/* of those, waiters' commands: a unit's pending work (an MQ's WAIT) */
 chan ring = [NAPP] of { byte };	/* the command ring: whose command */
 chan vq = [NAPP] of { byte };	/* in verbs, not yet completed */
 chan vcq = [NAPP] of { byte };	/* completed, not yet polled */
@@ -127,7 +128,10 @@ byte finished;
 /* ghost */
 byte owners;
 
-#define pending (inflight > 0 || len(ring) > 0)	/* engine.c:59-67 */
+/* engine.c nic_awaited: what the core asks a completion event for.  A
+ * poster's command in verbs is work nobody waits for (a collective's
+ * landing receive, a send): the LAZY timer collects it. */
+#define awaited (len(ring) > 0 || (inflight > 0 && (nsleep > 0 || wfly > 0)))
 
 /* owner.c nic_own (the relaxed pre-load is a shortcut: the exchange decides) */
 inline own(ok)
@@ -155,7 +159,11 @@ inline engine(n)
 	assert(owners == 1);
 	n = 0;
 	do
-	:: len(ring) > 0 -> ring?id; vq!id; inflight++; n++
+	:: len(ring) > 0 -> ring?id; vq!id; inflight++; n++;
+		if
+		:: id < NWAIT -> wfly++
+		:: else
+		fi
 	:: else -> break
 	od;
 	poll(n)
@@ -167,6 +175,10 @@ inline poll(n)
 {
 	do
 	:: len(vcq) > 0 -> vcq?id; inflight--; done[id] = 1; n++;
+		if
+		:: id < NWAIT -> wfly--
+		:: else
+		fi;
 #ifdef MUT_BUMP
 		/* Mutation: look at sleepers, and bump seq only in a later step */
 		if
@@ -381,7 +393,7 @@ inline prepare_sleep(n)
 	atomic {
 		n = 0;
 		if
-		:: !armed && assisting == 0 && pending -> armed = 1; poll(n)
+		:: !armed && assisting == 0 && awaited -> armed = 1; poll(n)
 		:: else
 		fi;
 		if

@@ -73,9 +73,14 @@ bool nic_urgent(struct emunic_dev *d)
 	return false;
 }
 
-bool nic_pending(struct emunic_dev *d)
+bool nic_awaited(struct emunic_dev *d)
 {
-	return d->inflight || nic_urgent(d);
+	if (nic_urgent(d))
+		return true;
+	for (unsigned i = 0; d->inflight && i < d->nunits; i++)
+		if (d->unit[i]->pending && d->unit[i]->pending(d))
+			return true;
+	return false;
 }
 
 void nic_cancel_all(struct emunic_dev *d)

@@ -485,8 +485,6 @@ int nic_pass(struct emunic_dev *d);
 /* When some unit must run with no event (emunic_now_ns time, now as the
  * caller read it; UINT64_MAX: never). */
 uint64_t nic_next_due_ns(struct emunic_dev *d, uint64_t now);
-/* Work is pending that only a completion (or arrival) can move. */
-bool nic_pending(struct emunic_dev *d);
 /* ... and the core must come for it soon: commands, a unit's runnable work,
  * QPs with work for verbs (ready, or stalled for room), work in verbs while
  * a waiter sleeps, and a unit's pending work where the core has a CPU of
@@ -495,6 +493,14 @@ bool nic_pending(struct emunic_dev *d);
  * not: its completions are polled by whoever polls or waits, or lazily
  * (owner.c). */
 bool nic_urgent(struct emunic_dev *d);
+/* A completion would move something: urgent work, or work in verbs that a
+ * unit's pending work waits on (an MQ's WAIT, triggers).  What the core
+ * asks a completion event for: not for work merely in verbs (a collective's
+ * landing receives, sends whose completions nobody waits for), collected
+ * by the app's next poll or wait, or lazily: waking the core for each of
+ * those arrivals took the CPUs from the ranks and from rxe's own packet
+ * work (thread.c prepare_sleep). */
+bool nic_awaited(struct emunic_dev *d);
 /* An app poll that found nothing: if the engine is free and nothing urgent
  * is left, poll verbs (as ibv_poll_cq reads what the HCA wrote), and run a
  * pass if what it found made work runnable (a WAIT met).  Never from a
