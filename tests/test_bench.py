@@ -822,3 +822,29 @@ def test_gather_bench_usage(cmd):
     for opt in ("--sizes LIST", "--segment BYTES", "--iters K", "--warmup W", "--csv FILE",
                 "i%s_overlap_S" % cmd):
         assert opt in out, (opt, out)
+
+
+AB = ROOT + "/scripts/ab-bench.sh"
+
+
+def test_ab_bench_alternates_builds(rxe):
+    """scripts/ab-bench.sh runs each build's emunic-bench in turn and prints,
+    a row per benchmark, size and build, the median mq/ptp over its runs.
+    The same tree named two ways stands for two builds here."""
+    rc, out = rxe.run("%s -r 2 -i 5 -s 8 gather %s %s/." % (AB, ROOT, ROOT), timeout=300)
+    assert rc == 0, out
+    for tree in (ROOT, ROOT + "/."):
+        m = re.search(r"^gather\s+8\s+%s\s+2\s+%sx \[%s-%s\]\s+%sx\s+%s\s+%s$"
+                      % (re.escape(tree), NUM, NUM, NUM, NUM, NUM, NUM), out, re.M)
+        assert m, out
+        assert float(m.group(2)) <= float(m.group(1)) <= float(m.group(3)), out
+    assert out.count("ab-bench: run ") == 4, out
+
+
+def test_ab_bench_usage():
+    rc, out = host(AB)
+    assert rc == 2 and "usage: scripts/ab-bench.sh" in out, out
+    rc, out = host("%s -r 0 gather %s" % (AB, ROOT))
+    assert rc == 2 and "'0' is not a positive count" in out, out
+    rc, out = host("%s gather /nonexistent" % AB)
+    assert rc == 2 and "/nonexistent/build/bin/emunic-bench is missing" in out, out
