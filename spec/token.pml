@@ -116,7 +116,6 @@ bit armed;			/* d->armed and ibv_req_notify_cq in one */
 bit bell, chanev;		/* the doorbell eventfd, the completion channel */
 /* verbs */
 byte inflight;			/* d->inflight: in verbs, not yet polled */
-byte wfly;			/* of those, waiters' commands: a unit's pending work (an MQ's WAIT) */
 chan ring = [NAPP] of { byte };	/* the command ring: whose command */
 chan vq = [NAPP] of { byte };	/* in verbs, not yet completed */
 chan vcq = [NAPP] of { byte };	/* completed, not yet polled */
@@ -128,10 +127,13 @@ byte finished;
 /* ghost */
 byte owners;
 
-/* engine.c nic_awaited: what the core asks a completion event for.  A
- * poster's command in verbs is work nobody waits for (a collective's
- * landing receive, a send): the LAZY timer collects it. */
-#define awaited (len(ring) > 0 || (inflight > 0 && (nsleep > 0 || wfly > 0)))
+/* engine.c nic_awaited: what the core asks a completion event for.  Work
+ * merely in verbs is not (a collective's landing receive, a send nobody
+ * waits for): the app's next poll or wait, or the LAZY timer, collects it.
+ * The code also arms for work a unit's pending work waits on (an MQ's
+ * WAIT, triggers); the model leaves that out, the least the code arms for,
+ * so that no waiter's wake-up may depend on it (-DNO_LAZY: nor on LAZY). */
+#define awaited (len(ring) > 0 || (inflight > 0 && nsleep > 0))
 
 /* owner.c nic_own (the relaxed pre-load is a shortcut: the exchange decides) */
 inline own(ok)
@@ -159,11 +161,7 @@ inline engine(n)
 	assert(owners == 1);
 	n = 0;
 	do
-	:: len(ring) > 0 -> ring?id; vq!id; inflight++; n++;
-		if
-		:: id < NWAIT -> wfly++
-		:: else
-		fi
+	:: len(ring) > 0 -> ring?id; vq!id; inflight++; n++
 	:: else -> break
 	od;
 	poll(n)
@@ -175,10 +173,6 @@ inline poll(n)
 {
 	do
 	:: len(vcq) > 0 -> vcq?id; inflight--; done[id] = 1; n++;
-		if
-		:: id < NWAIT -> wfly--
-		:: else
-		fi;
 #ifdef MUT_BUMP
 		/* Mutation: look at sleepers, and bump seq only in a later step */
 		if
