@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# ab-bench.sh: two (or more) builds of emunic, one collective benchmark,
-# alternated run by run on one machine, so that a slow spell of the host
+# ab-bench.sh: two (or more) builds of emunic, the same collective
+# benchmarks, alternated run by run on one machine, so that a slow spell of the host
 # (under QEMU's TCG one run of the same code reads 1.5-2x another) falls on
 # every build alike.  Prints, for each benchmark, size and build, the median
 # over the runs of mq/ptp (the mean latencies' ratio, its range, and the
@@ -17,7 +17,8 @@
 #   -s SIZES emunic-bench --sizes (default 8,8K)
 # Run it where the device is, e.g. in the guest:
 #   scripts/on-rxe.sh scripts/ab-bench.sh "bcast gather" "$PWD" "$PWD/../parent"
-# Exit status: 0, 2 on bad arguments, 1 if a benchmark run failed.
+# Exit status: 0, 2 on bad arguments, 1 if a benchmark run failed or its
+# table had no rows to compare.
 set -euo pipefail
 
 usage() { sed -n '2,/^# Exit/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
@@ -28,7 +29,7 @@ while getopts "r:n:i:s:h" o; do
 	esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 2 ] || usage
+[ $# -ge 3 ] || usage	# BENCHES and at least two builds
 for v in "$runs" "$ranks" "$iters"; do
 	[[ $v =~ ^[1-9][0-9]*$ ]] || { echo "ab-bench: '$v' is not a positive count" >&2; exit 2; }
 done
@@ -50,16 +51,25 @@ for i in $(seq 1 "$runs"); do
 				echo "$out" | tail -5 >&2
 				exit 1
 			fi
-			echo "$out" | awk -v c="$c" -v t="$t" '
+			# Tab-separated (a tree's path may hold spaces; ENVIRON
+			# keeps its backslashes); no row is an error, not an
+			# empty table.
+			if ! echo "$out" | AB_BENCH="$c" AB_TREE="$t" awk -v OFS='\t' '
 				$2 == "ptp" { pm[$1] = $3; pd[$1] = $4 }
-				$2 == "mq" && ($1 in pm) { print c, $1, t, $3 / pm[$1], $4 / pd[$1], pm[$1], $3 }' >> "$res"
+				$2 == "mq" && ($1 in pm) {
+					print ENVIRON["AB_BENCH"], $1, ENVIRON["AB_TREE"], $3 / pm[$1], $4 / pd[$1], pm[$1], $3; n++
+				}
+				END { exit !n }' >> "$res"; then
+				echo "ab-bench: run $i of $c with $t: no ptp/mq rows in its table (not a collective benchmark?)" >&2
+				exit 1
+			fi
 			echo "ab-bench: run $i/$runs: $c with $t" >&2
 		done
 	done
 done
 
 # Medians by (bench, size, build), in the order first seen.
-awk '
+awk -F'\t' '
 	function med(s,   a, n, i, j, x) {
 		n = split(s, a, " ")
 		for (i = 2; i <= n; i++) { x = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > x; j--) a[j + 1] = a[j]; a[j + 1] = x }

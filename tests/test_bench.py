@@ -828,9 +828,9 @@ AB = ROOT + "/scripts/ab-bench.sh"
 
 
 def test_ab_bench_alternates_builds(rxe):
-    """scripts/ab-bench.sh runs each build's emunic-bench in turn and prints,
-    a row per benchmark, size and build, the median mq/ptp over its runs.
-    The same tree named two ways stands for two builds here."""
+    """scripts/ab-bench.sh runs each build's emunic-bench in turn (A, B, A,
+    B) and prints, a row per benchmark, size and build, the median mq/ptp
+    over its runs.  The same tree named two ways stands for two builds."""
     rc, out = rxe.run("%s -r 2 -i 5 -s 8 gather %s %s/." % (AB, ROOT, ROOT), timeout=300)
     assert rc == 0, out
     for tree in (ROOT, ROOT + "/."):
@@ -838,13 +838,52 @@ def test_ab_bench_alternates_builds(rxe):
                       % (re.escape(tree), NUM, NUM, NUM, NUM, NUM, NUM), out, re.M)
         assert m, out
         assert float(m.group(2)) <= float(m.group(1)) <= float(m.group(3)), out
-    assert out.count("ab-bench: run ") == 4, out
+    runs = re.findall(r"^ab-bench: run (\d)/2: gather with (\S+)$", out, re.M)
+    assert runs == [("1", ROOT), ("1", ROOT + "/."), ("2", ROOT), ("2", ROOT + "/.")], out
+
+
+FAKE_RUN = """#!/bin/sh
+# A stand-in for emunic-run + emunic-bench: the mq means of runs 1, 2, 3 are 200, 700, 300 (median 300, mean 400)
+d=$(dirname "$0"); n=$(cat "$d/count" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "$d/count"
+case $((n % 3)) in 1) m=200 ;; 2) m=700 ;; *) m=300 ;; esac
+[ -e "$d/norows" ] && { echo "emunic-bench: something else"; exit 0; }
+printf '  8        ptp          100.0         50.0          -        0.0\\n'
+printf '  8        mq           %s.0          75.0      2.00x        0.0\\n' $m
+"""
+
+
+def fake_tree(path, rows=True):
+    b = path / "build" / "bin"
+    b.mkdir(parents=True)
+    (b / "emunic-run").write_text(FAKE_RUN)
+    (b / "emunic-bench").write_text("#!/bin/sh\nexit 0\n")
+    for f in ("emunic-run", "emunic-bench"):
+        os.chmod(b / f, 0o755)
+    if not rows:
+        (b / "norows").write_text("")
+    return str(path)
+
+
+def test_ab_bench_medians_and_refusals(tmp_path):
+    """The medians, ranges and order of ab-bench's summary, from stand-in
+    binaries with known figures (a tree with a space in its path); a table
+    with no ptp/mq rows and bad arguments are errors that say so."""
+    a, b = fake_tree(tmp_path / "tree a"), fake_tree(tmp_path / "b")
+    rc, out = host("%s -r 3 bcast '%s' '%s'" % (AB, a, b))
+    assert rc == 0, out
+    for tree in (a, b):
+        assert re.search(r"^bcast\s+8\s+%s\s+3\s+3\.00x \[2\.00-7\.00\]\s+1\.50x\s+100\s+300$" % re.escape(tree),
+                         out, re.M), out
+    rc, out = host("%s -r 1 bcast '%s' '%s'" % (AB, a, fake_tree(tmp_path / "c", rows=False)))
+    assert rc == 1 and "no ptp/mq rows in its table" in out, out
 
 
 def test_ab_bench_usage():
     rc, out = host(AB)
     assert rc == 2 and "usage: scripts/ab-bench.sh" in out, out
-    rc, out = host("%s -r 0 gather %s" % (AB, ROOT))
+    rc, out = host("%s gather %s" % (AB, ROOT))
+    assert rc == 2 and "usage: scripts/ab-bench.sh" in out, out
+    rc, out = host("%s -r 0 gather %s %s" % (AB, ROOT, ROOT))
     assert rc == 2 and "'0' is not a positive count" in out, out
-    rc, out = host("%s gather /nonexistent" % AB)
+    rc, out = host("%s gather /nonexistent %s" % (AB, ROOT))
     assert rc == 2 and "/nonexistent/build/bin/emunic-bench is missing" in out, out

@@ -485,7 +485,7 @@ int nic_pass(struct emunic_dev *d);
 /* When some unit must run with no event (emunic_now_ns time, now as the
  * caller read it; UINT64_MAX: never). */
 uint64_t nic_next_due_ns(struct emunic_dev *d, uint64_t now);
-/* ... and the core must come for it soon: commands, a unit's runnable work,
+/* Work the core must come for soon: commands, a unit's runnable work,
  * QPs with work for verbs (ready, or stalled for room), work in verbs while
  * a waiter sleeps, and a unit's pending work where the core has a CPU of
  * its own or the unit wakes it anyway (triggers).  Otherwise work merely in
