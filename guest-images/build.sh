@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the emunic test guest from Debian's own kernel package:
 #   <out>/vmlinuz            the kernel of linux-image-amd64's current dependency
+#   <out>/vmlinux            the same kernel uncompressed, booted at its PVH entry
 #   <out>/initramfs.cpio.gz  busybox-static, the modules the guest needs, /init
 #   <out>/siw/siw.ko         soft-iWARP, built here (see build_siw)
 # The .deb is cached in <out>; nothing is rebuilt when the kernel did not change.
@@ -89,7 +90,7 @@ build_siw "$kver" "$(dpkg-deb -f "$deb" Version)" && siw_ko="$out/siw/siw.ko"
 [ -n "$siw_ko" ] || roots=${roots% siw}
 
 stamp="$out/.built-from"
-built_from="$(basename "$deb") $(cat "$here/init" "$0" $siw_ko | sha1sum | cut -c1-40)"
+built_from="$(basename "$deb") $(cat "$here/init" "$0" "$here/extract-vmlinux.sh" $siw_ko | sha1sum | cut -c1-40)"
 if [ -f "$out/vmlinuz" ] && [ -f "$out/initramfs.cpio.gz" ] &&
    [ "$(cat "$stamp" 2>/dev/null)" = "$built_from" ]; then
     exit 0
@@ -127,5 +128,6 @@ printf '%s\n' "${order[@]}" > "$root/modules.order"
 install -m 0755 "$here/init" "$root/init"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$out/initramfs.cpio.gz"
 cp "$tmp/pkg/boot/vmlinuz-$kver" "$out/vmlinuz"
+"$here/extract-vmlinux.sh" "$out/vmlinuz" "$out/vmlinux"
 echo "$built_from" > "$stamp"
 echo "guest: built $out (kernel $kver, ${#order[@]} modules)" >&2

@@ -12,7 +12,7 @@ pkgs=(
   libopenmpi-dev                  # mpi.h: libemunic-mpi.so (the PMPI interposer) and its tests
   mpich libmpich-dev              # the same interposer for MPICH: libemunic-mpich.so, tests/test_mpich.py
   iproute2 kmod                   # `rdma link`, modinfo (guest image)
-  qemu-system-x86 busybox-static cpio  # the test guest
+  qemu-system-x86 busybox-static cpio xz-utils binutils  # the test guest (xz, readelf: its vmlinux)
   python3-pytest valgrind         # the suite (and valgrind.h, for the core sleeping under it)
   spin                            # the Promela model checker: spec/, tests/test_spec.py
   gnuplot-nox                     # make plots: the pictures (plots/plot.py)

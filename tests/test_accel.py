@@ -1,9 +1,10 @@
 """The accelerator probe's decision table (guest-images/accel.py), on fake
 /dev, /sys/module and /proc roots: no real KVM needed.  The last tests run the
 real probe boot under TCG to show the probe can tell a boot that reached
-userspace from one that did not."""
+userspace from one that did not, and check the kernel guests boot."""
 import json
 import os
+import subprocess
 
 import pytest
 
@@ -151,7 +152,7 @@ def test_probe_boot_tells_userspace_from_a_failed_boot(tmp_path):
     """The real probe under TCG (the only accelerator CI has): the guest's
     /init reports userspace; a kernel that is not one does not."""
     guestlib.build_image()
-    kernel = os.path.join(guestlib.BUILD, "vmlinuz")
+    kernel = guestlib.kernel()
     initrd = os.path.join(guestlib.BUILD, "initramfs.cpio.gz")
     ok, detail, secs = accel.probe_boot("qemu-system-x86_64", kernel, initrd, accel="tcg",
                                         spawn=guestlib.spawn_owned, timeout=90)
@@ -163,3 +164,34 @@ def test_probe_boot_tells_userspace_from_a_failed_boot(tmp_path):
                                      spawn=guestlib.spawn_owned, timeout=30)
     assert not ok
     assert detail.startswith("probe boot failed (QEMU status 1")
+
+
+EXTRACT = os.path.join(os.path.dirname(accel.__file__), "extract-vmlinux.sh")
+
+
+def test_guests_boot_the_uncompressed_kernel_and_fall_back_to_the_bzimage(tmp_path):
+    """build.sh leaves an uncompressed vmlinux with a PVH entry beside
+    Debian's vmlinuz (decompressing the bzImage took 4-6 s of each TCG
+    boot), and guests boot it; a bzImage with no XZ payload, or one whose
+    payload is no PVH ELF, gives no vmlinux, a line saying so, exit 0, and
+    guests boot the bzImage."""
+    guestlib.build_image()
+    elf = os.path.join(guestlib.BUILD, "vmlinux")
+    assert guestlib.kernel() == elf
+    with open(elf, "rb") as f:
+        assert f.read(4) == b"\x7fELF"
+    notes = subprocess.run(["readelf", "-n", elf], stdout=subprocess.PIPE).stdout.decode()
+    assert "(0x00000012)" in notes, "no XEN_ELFNOTE_PHYS32_ENTRY in %s" % elf
+    out = tmp_path / "vmlinux"
+    out.write_bytes(b"stale")
+    for body, says in ((b"\0" * 4096, "has no XZ payload"),
+                       (b"MZ" + subprocess.run(["xz", "-c"], input=b"not an ELF" * 100,
+                                               stdout=subprocess.PIPE).stdout, "holds no ELF with a PVH entry")):
+        bz = tmp_path / "bzImage"
+        bz.write_bytes(body)
+        p = subprocess.run([EXTRACT, str(bz), str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        assert p.returncode == 0, p.stdout
+        assert says in p.stdout.decode(), p.stdout
+        assert not out.exists() and not (tmp_path / "vmlinux.tmp").exists()
+    p = subprocess.run([EXTRACT], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert p.returncode != 0 and b"usage: extract-vmlinux.sh BZIMAGE VMLINUX" in p.stdout

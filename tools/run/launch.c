@@ -3,8 +3,8 @@
  * this node's ranks with their environment. */
 #include "run.h"
 
+#include <dirent.h>
 #include <errno.h>
-#include <infiniband/verbs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,25 +33,33 @@ int find_program(const char *prog, char *path, size_t len)
 	return EXIT_NOTFOUND;
 }
 
+/* The kernel's RDMA devices, from sysfs: the ranks open theirs through
+ * verbs anyway, and ibv_get_device_list() here loaded every provider
+ * library and ran a netlink dump, ~0.3 s of each launch under TCG. */
+static int not_dot(const struct dirent *e)
+{
+	return e->d_name[0] != '.';
+}
+
+/* The kernel's RDMA devices, from sysfs (names sorted): the ranks open
+ * theirs through verbs anyway, and ibv_get_device_list() here loaded every
+ * provider library and ran a netlink dump, ~0.3 s of each launch under TCG. */
 void check_device(const char *want)
 {
-	struct ibv_device **list;
 	char names[512] = "";
 	size_t off = 0;
 	bool found = false;
-	int n = 0;
+	struct dirent **e = NULL;
+	int n = scandir("/sys/class/infiniband", &e, not_dot, alphasort);
 
-	list = ibv_get_device_list(&n);
 	for (int i = 0; i < n; i++) {
-		const char *name = ibv_get_device_name(list[i]);
-
-		found |= want && !strcmp(name, want);
+		found |= want && !strcmp(e[i]->d_name, want);
 		if (off < sizeof(names))
-			off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s", i ? ", " : "", name);
+			off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s", i ? ", " : "", e[i]->d_name);
+		free(e[i]);
 	}
-	if (list)
-		ibv_free_device_list(list);
-	if (n == 0) {
+	free(e);
+	if (n <= 0) {
 		say("no RDMA device on this machine: load rdma_rxe and run "
 		    "'rdma link add rxe0 type rxe netdev <if>', or run inside the emunic guest "
 		    "(guest-images/guest.py)");
