@@ -90,7 +90,10 @@ build_siw "$kver" "$(dpkg-deb -f "$deb" Version)" && siw_ko="$out/siw/siw.ko"
 [ -n "$siw_ko" ] || roots=${roots% siw}
 
 stamp="$out/.built-from"
+# The tools extract-vmlinux.sh needs are part of what the image was built
+# from: a build made before they were installed is made again.
 built_from="$(basename "$deb") $(cat "$here/init" "$0" "$here/extract-vmlinux.sh" $siw_ko | sha1sum | cut -c1-40)"
+built_from="$built_from $( { command -v xz readelf || true; } | tr '\n' ' ')"
 if [ -f "$out/vmlinuz" ] && [ -f "$out/initramfs.cpio.gz" ] &&
    [ "$(cat "$stamp" 2>/dev/null)" = "$built_from" ]; then
     exit 0

@@ -166,6 +166,12 @@ def pytest_collection_finish(session):
             mod.start_early(session.config)
 
 
+def pytest_sessionfinish(session):
+    for mod in {it.module for it in session.items}:
+        if hasattr(mod, "stop_early"):
+            mod.stop_early()
+
+
 def pytest_sessionstart(session):
     _timings["t0"] = time.monotonic()
 

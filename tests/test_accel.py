@@ -169,12 +169,12 @@ def test_probe_boot_tells_userspace_from_a_failed_boot(tmp_path):
 EXTRACT = os.path.join(os.path.dirname(accel.__file__), "extract-vmlinux.sh")
 
 
-def test_guests_boot_the_uncompressed_kernel_and_fall_back_to_the_bzimage(tmp_path):
+def test_guests_boot_the_uncompressed_kernel_and_fall_back_to_the_bzimage(tmp_path, monkeypatch):
     """build.sh leaves an uncompressed vmlinux with a PVH entry beside
     Debian's vmlinuz (decompressing the bzImage took 4-6 s of each TCG
-    boot), and guests boot it; a bzImage with no XZ payload, or one whose
-    payload is no PVH ELF, gives no vmlinux, a line saying so, exit 0, and
-    guests boot the bzImage."""
+    boot), and guests boot it; a bzImage with no XZ payload, a truncated
+    one, or one whose payload is no PVH ELF gives no vmlinux, a line saying
+    so, exit 0, and guests boot the bzImage."""
     guestlib.build_image()
     elf = os.path.join(guestlib.BUILD, "vmlinux")
     assert guestlib.kernel() == elf
@@ -182,11 +182,14 @@ def test_guests_boot_the_uncompressed_kernel_and_fall_back_to_the_bzimage(tmp_pa
         assert f.read(4) == b"\x7fELF"
     notes = subprocess.run(["readelf", "-n", elf], stdout=subprocess.PIPE).stdout.decode()
     assert "(0x00000012)" in notes, "no XEN_ELFNOTE_PHYS32_ENTRY in %s" % elf
+    with open(os.path.join(guestlib.BUILD, "vmlinuz"), "rb") as f:
+        bzimage = f.read()
     out = tmp_path / "vmlinux"
-    out.write_bytes(b"stale")
+    not_elf = subprocess.run(["xz", "-c"], input=b"not an ELF" * 100, stdout=subprocess.PIPE).stdout
     for body, says in ((b"\0" * 4096, "has no XZ payload"),
-                       (b"MZ" + subprocess.run(["xz", "-c"], input=b"not an ELF" * 100,
-                                               stdout=subprocess.PIPE).stdout, "holds no ELF with a PVH entry")):
+                       (bzimage[:len(bzimage) * 9 // 10], "holds no whole XZ stream of an ELF with a PVH entry"),
+                       (b"MZ" + not_elf, "holds no whole XZ stream of an ELF with a PVH entry")):
+        out.write_bytes(b"stale")
         bz = tmp_path / "bzImage"
         bz.write_bytes(body)
         p = subprocess.run([EXTRACT, str(bz), str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -195,3 +198,10 @@ def test_guests_boot_the_uncompressed_kernel_and_fall_back_to_the_bzimage(tmp_pa
         assert not out.exists() and not (tmp_path / "vmlinux.tmp").exists()
     p = subprocess.run([EXTRACT], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     assert p.returncode != 0 and b"usage: extract-vmlinux.sh BZIMAGE VMLINUX" in p.stdout
+    # What a guest's QEMU is given: vmlinux, else vmlinuz.
+    g = guestlib.Guest()
+    g.accel, g.spool = accel.Choice("tcg", "test"), str(tmp_path)
+    assert g.qemu_cmd()[g.qemu_cmd().index("-kernel") + 1] == elf
+    monkeypatch.setattr(guestlib, "BUILD", str(tmp_path))
+    assert guestlib.kernel() == str(tmp_path / "vmlinuz")
+    assert g.qemu_cmd()[g.qemu_cmd().index("-kernel") + 1] == str(tmp_path / "vmlinuz")

@@ -123,7 +123,8 @@ def test_checks_run_together_only_of_one_kind(rxe):
     host-progressed, and fault runs alone: usage errors, before any rank
     opens a device."""
     for args, says in (("ops ptp-ops", "ptp-ops cannot run with ops"),
-                       ("ops fault", "fault cannot run with ops"), ("ops nosuch", "no check named nosuch")):
+                       ("ptp-sizes bits", "bits cannot run with ptp-sizes"), ("ops fault", "fault runs alone"), ("fault ops", "fault runs alone"),
+                       ("ops nosuch", "no check named nosuch")):
         rc, out = rxe.run("%s -n 2 -t 60 %s/emunic-allreduce %s" % (RUN, BIN, args), timeout=120)
         assert rc != 0 and says in out, out
 

@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 
 import pytest
 
@@ -63,33 +64,47 @@ def _name(check):
     return model + ("-" + "-".join(f.lower() for f in flags) if flags else "")
 
 
+_children = set()          # the checks' processes while they run (stop_early kills them)
+_stopping = False
+_lock = threading.Lock()
+
+
 def _run(cmd, cwd, timeout):
     """Runs cmd at nice 19 (see start_early); timeout is generous as the
     checks get only the CPU the guest leaves, but it is a bound."""
+    with _lock:
+        if _stopping:
+            return 125, "the session ended before %s ran" % cmd[0]
+        p = subprocess.Popen(["nice", "-n", "19"] + cmd, cwd=cwd, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT)
+        _children.add(p)
     try:
-        p = subprocess.run(["nice", "-n", "19"] + cmd, cwd=cwd, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        return 124, "%s: no result in %d s\n%s" % (" ".join(cmd), timeout,
-                                                  (e.stdout or b"").decode(errors="replace"))
-    return p.returncode, p.stdout.decode(errors="replace")
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, _ = p.communicate()
+        return 124, "%s: no result in %d s\n%s" % (" ".join(cmd), timeout, out.decode(errors="replace"))
+    finally:
+        with _lock:
+            _children.discard(p)
+    return p.returncode, out.decode(errors="replace")
 
 
 def _verify(check, tmp):
     """spin -a, cc pan.c, ./pan in tmp; returns what they said."""
     model, flags, _ = check
     shutil.copy(os.path.join(SPEC, model + ".pml"), tmp)
-    r, out = _run(["spin", "-a"] + ["-D" + f for f in flags] + [model + ".pml"], tmp, 600)
+    r, out = _run(["spin", "-a"] + ["-D" + f for f in flags] + [model + ".pml"], tmp, 300)
     if r or not os.path.exists(os.path.join(tmp, "pan.c")):
         return "spin -a %s failed:\n%s" % (model, out)
     # Safety run (assertions, invalid end states); the models' LTL formula
     # needs pan -a -f, which takes longer than the suite should: NOCLAIM.
     # -O0: compiling pan.c at -O2 costs more than it saves on these runs.
     r, out = _run(["cc", "-O0", "-w", "-DSAFETY", "-DNOCLAIM", "-DCOLLAPSE", "-DMEMLIM=%d" % MEMLIM_MB,
-                   "-o", "pan", "pan.c"], tmp, 1200)
+                   "-o", "pan", "pan.c"], tmp, 600)
     if r:
         return "cc pan.c failed:\n%s" % out
-    r, out = _run(["./pan", "-m%d" % DEPTH, "-w22"], tmp, 1200)
+    r, out = _run(["./pan", "-m%d" % DEPTH, "-w22"], tmp, 600)
     return out
 
 
@@ -124,6 +139,17 @@ def start_early(config):
     ex.shutdown(wait=False)
     _started["base"] = base
     atexit.register(shutil.rmtree, base, ignore_errors=True)
+
+
+def stop_early():
+    """At the session's end (conftest.py): checks still queued never start
+    and running ones are killed, so a session that ended before this
+    module's tests (-x, an error in collection, Ctrl-C) exits at once."""
+    global _stopping
+    with _lock:
+        _stopping = True
+        for p in _children:
+            p.kill()
 
 
 @pytest.fixture(scope="module")

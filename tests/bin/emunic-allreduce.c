@@ -683,9 +683,13 @@ int main(int argc, char **argv)
 			fprintf(stderr, "emunic-allreduce: no check named %s\n", argv[k]);
 			return 2;
 		}
-		if ((argc > 2 && !strcmp(argv[k], "fault")) || !strncmp(argv[k], "ptp-", 4) != !strncmp(argv[1], "ptp-", 4)) {
-			fprintf(stderr, "emunic-allreduce: %s cannot run with %s: checks of one kind only, fault alone\n",
-				argv[k], argv[1]);
+		if (argc > 2 && !strcmp(argv[k], "fault")) {
+			fprintf(stderr, "emunic-allreduce: fault runs alone, not with other checks\n");
+			return 2;
+		}
+		if (!strncmp(argv[k], "ptp-", 4) != !strncmp(argv[1], "ptp-", 4)) {
+			fprintf(stderr, "emunic-allreduce: %s cannot run with %s: checks of one kind only\n", argv[k],
+				argv[1]);
 			return 2;
 		}
 	}

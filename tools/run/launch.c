@@ -33,9 +33,6 @@ int find_program(const char *prog, char *path, size_t len)
 	return EXIT_NOTFOUND;
 }
 
-/* The kernel's RDMA devices, from sysfs: the ranks open theirs through
- * verbs anyway, and ibv_get_device_list() here loaded every provider
- * library and ran a netlink dump, ~0.3 s of each launch under TCG. */
 static int not_dot(const struct dirent *e)
 {
 	return e->d_name[0] != '.';
@@ -43,7 +40,9 @@ static int not_dot(const struct dirent *e)
 
 /* The kernel's RDMA devices, from sysfs (names sorted): the ranks open
  * theirs through verbs anyway, and ibv_get_device_list() here loaded every
- * provider library and ran a netlink dump, ~0.3 s of each launch under TCG. */
+ * provider library and ran a netlink dump, ~0.3 s of each launch under TCG.
+ * A device verbs cannot open (no provider, no ib_uverbs) passes here and
+ * fails in each rank's emunic_dev_open, which names it. */
 void check_device(const char *want)
 {
 	char names[512] = "";
