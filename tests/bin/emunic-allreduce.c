@@ -123,25 +123,33 @@ static void fill_elems(int type, int r, unsigned char *buf, size_t count, int op
 	}
 }
 
-static void fill(int type, int r, unsigned char *buf, size_t count, int op)
+/* buf[0, count): its first period repeated (doubling from one period: what
+ * is done stays a whole number of periods). */
+static void repeat_period(int type, unsigned char *buf, size_t count)
 {
 	size_t es = emunic_calc_size(type), n;
 
-	fill_elems(type, r, buf, count < FILL_PERIOD ? count : FILL_PERIOD, op);
-	/* Doubling from one period: what is done stays a whole number of periods. */
 	for (size_t done = FILL_PERIOD; done < count; done += n) {
 		n = count - done < done ? count - done : done;
 		memcpy(buf + done * es, buf, n * es);
 	}
 }
 
+static void fill(int type, int r, unsigned char *buf, size_t count, int op)
+{
+	fill_elems(type, r, buf, count < FILL_PERIOD ? count : FILL_PERIOD, op);
+	repeat_period(type, buf, count);
+}
+
 static bool same(int type, const unsigned char *a, const unsigned char *b, size_t count)
 {
 	size_t es = emunic_calc_size(type);
 
+	if (!is_pair(type))
+		return !memcmp(a, b, count * es);
+	/* the pairs' padding between value and index is nobody's */
 	for (size_t i = 0; i < count; i++, a += es, b += es)
-		if (is_pair(type) ? memcmp(a, b, vsize(type)) || memcmp(a + ioff(type), b + ioff(type), 4)
-				  : memcmp(a, b, es))
+		if (memcmp(a, b, vsize(type)) || memcmp(a + ioff(type), b + ioff(type), 4))
 			return false;
 	return true;
 }
@@ -160,13 +168,19 @@ static int do_allreduce(struct emunic_coll *c, const void *s, void *r, size_t n,
 	return P ? B->call(P, &k) : emunic_allreduce(c, s, r, n, type, op);
 }
 
+/* want: the reduction of every rank's operand.  Element-wise, of operands
+ * with one period, so it has that period too: one period is reduced (with
+ * emunic_calc, as the NIC does) and the rest copied. */
 static void reference(int op, int type, size_t count)
 {
-	fill(type, 0, want, count, op);
+	size_t n = count < FILL_PERIOD ? count : FILL_PERIOD;
+
+	fill(type, 0, want, n, op);
 	for (int r = 1; r < size; r++) {
-		fill(type, r, tmp, count, op);
-		emunic_calc(op, type, want, want, tmp, count);
+		fill(type, r, tmp, n, op);
+		emunic_calc(op, type, want, want, tmp, n);
 	}
+	repeat_period(type, want, count);
 }
 
 static void check(const char *how, int op, int type, size_t count, const unsigned char *got)
@@ -651,19 +665,30 @@ static int t_plan(void)
 	return 0;
 }
 
+static const struct check {
+	const char *name;
+	void (*fn)(struct emunic_coll *);
+} checks[] = {
+	{ "ops", t_ops }, { "sizes", t_sizes }, { "inflight", t_inflight }, { "late", t_late },
+	{ "invalid", t_invalid }, { "bits", t_bits }, { "fault", t_fault },
+	{ "rsag", t_rsag }, { "order", t_order },
+	{ "ptp-ops", t_ops }, { "ptp-sizes", t_sizes }, { "ptp-bits", t_bits }, { "ptp-rsag", t_rsag },
+	{ "ptp-order", t_order },
+};
+
+static const struct check *find_check(const char *name)
+{
+	for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++)
+		if (!strcmp(checks[i].name, name))
+			return &checks[i];
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
-	static const struct { const char *name; void (*fn)(struct emunic_coll *); } checks[] = {
-		{ "ops", t_ops }, { "sizes", t_sizes }, { "inflight", t_inflight }, { "late", t_late },
-		{ "invalid", t_invalid }, { "bits", t_bits }, { "fault", t_fault },
-		{ "rsag", t_rsag }, { "order", t_order },
-		{ "ptp-ops", t_ops }, { "ptp-sizes", t_sizes }, { "ptp-bits", t_bits }, { "ptp-rsag", t_rsag },
-		{ "ptp-order", t_order },
-	};
 	struct emunic_coll_attr a;
 	struct emunic_coll *c;
 	struct emunic_dev *dev;
-	size_t i;
 	int r;
 
 	if (argc < 2) {
@@ -677,9 +702,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "plan"))
 		return t_plan();
 	for (int k = 1; k < argc; k++) {
-		for (i = 0; i < sizeof(checks) / sizeof(checks[0]) && strcmp(checks[i].name, argv[k]); i++)
-			;
-		if (i == sizeof(checks) / sizeof(checks[0])) {
+		if (!find_check(argv[k])) {
 			fprintf(stderr, "emunic-allreduce: no check named %s\n", argv[k]);
 			return 2;
 		}
@@ -721,9 +744,7 @@ int main(int argc, char **argv)
 	for (int k = 1; k < argc; k++) {
 		int before = fails;
 
-		for (i = 0; strcmp(checks[i].name, argv[k]); i++)
-			;
-		checks[i].fn(c);
+		find_check(argv[k])->fn(c);
 		if (k == argc - 1)
 			break;
 		emunic_boot_barrier(boot);
