@@ -35,6 +35,21 @@ def test_a_job_runs_where_it_was_asked_with_its_bound(rxe):
     assert rc == 124 and time.monotonic() - t0 < 15, out
 
 
+def test_the_guest_loads_only_its_devices_providers(rxe):
+    """agent.sh narrows /etc/libibverbs.d to rxe and siw (every rank loaded
+    all 17 providers, ~0.1 s a process under TCG); verbs still finds both
+    devices, and a process maps no other provider."""
+    if rxe.where != "guest":
+        pytest.skip("the guest's agent: this host has RDMA, no guest runs")
+    rc, out = rxe.run("ls /etc/libibverbs.d; ibv_devices", timeout=60)
+    assert rc == 0, out
+    assert sorted(l for l in out.split() if l.endswith(".driver")) == ["rxe.driver", "siw.driver"], out
+    assert re.search(r"^\s+rxe0\s", out, re.M) and re.search(r"^\s+siw0\s", out, re.M), out
+    rc, out = rxe.run("LD_DEBUG=files ibv_devices 2>&1", timeout=60)
+    loaded = set(re.findall(r"file=\S*?lib([a-z0-9_]+)-rdmav\d+\.so", out))
+    assert rc == 0 and loaded == {"rxe", "siw"}, (loaded, out[-2000:])
+
+
 def test_output_is_not_read_past_a_write_that_has_not_landed(tmp_path):
     """QEMU's 9p server may land a job's later write before an earlier one:
     the file then has a hole of zeros.  A streaming read stops at the hole
