@@ -4,7 +4,14 @@
 #   <out>/vmlinux            the same kernel uncompressed, booted at its PVH entry
 #   <out>/initramfs.cpio.gz  busybox-static, the modules the guest needs, /init
 #   <out>/siw/siw.ko         soft-iWARP, built here (see build_siw)
-# The .deb is cached in <out>; nothing is rebuilt when the kernel did not change.
+# The .deb is kept in <out>; nothing is rebuilt when the kernel did not change.
+# What is slow to make, the .deb (70 MB to download), siw.ko (~30 s to
+# build) and the image (~10 s), is also kept in a cache outside the work
+# tree, so that a fresh clone does not fetch and build it again (~50 s of
+# the first guest's start): $EMUNIC_CACHE, by default ~/.cache/emunic
+# (XDG_CACHE_HOME); EMUNIC_CACHE= (empty) uses none.  Each entry is named by
+# its package version or, the image, a digest of what it was built from;
+# delete the directory to start afresh.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -13,6 +20,20 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
 die() { echo "guest-images/build.sh: $*" >&2; exit 1; }
+
+cache=${EMUNIC_CACHE-${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}/emunic}
+[ -z "$cache" ] || mkdir -p "$cache" 2>/dev/null || cache=
+# cache_get NAME DEST: DEST from the cache's NAME (a hard link where it can).
+cache_get() {
+    [ -n "$cache" ] && [ -f "$cache/$1" ] || return 1
+    ln -f "$cache/$1" "$2" 2>/dev/null || { cp "$cache/$1" "$2.tmp.$$" && mv "$2.tmp.$$" "$2"; }
+}
+# cache_put SRC NAME: into the cache unless there; whole or not at all.
+cache_put() {
+    [ -n "$cache" ] && [ ! -f "$cache/$2" ] || return 0
+    { cp "$1" "$cache/$2.tmp.$$" && mv "$cache/$2.tmp.$$" "$cache/$2"; } 2>/dev/null ||
+        rm -f "$cache/$2.tmp.$$"
+}
 command -v busybox >/dev/null || [ -x /bin/busybox ] || die "busybox-static is missing (make deps)"
 command -v cpio >/dev/null || die "cpio is missing (make deps)"
 
@@ -32,12 +53,19 @@ if [ -z "$pkg" ]; then
     [ -n "$deb" ] || die "cannot resolve linux-image-amd64; run 'apt-get update' (make deps does)"
 else
     deb=$(ls "$out/${pkg}"_*_amd64.deb 2>/dev/null | head -1 || true)
+    c=$( (cd "$cache" 2>/dev/null && ls "${pkg}"_*_amd64.deb 2>/dev/null) | head -1 || true)
+    if [ -z "$deb" ] && [ -n "$c" ] && cache_get "$c" "$out/$c"; then
+        echo "guest: $pkg from the cache $cache" >&2
+        deb=$out/$c
+        cache_get "$c.kver" "$deb.kver" || true     # spares listing the .deb (below)
+    fi
     if [ -z "$deb" ]; then
         echo "guest: downloading $pkg with apt-get download" >&2
         (cd "$out" && apt-get download "$pkg" >/dev/null 2>"$out/download.log") ||
             die "apt-get download $pkg failed: $(tail -1 "$out/download.log")"
         deb=$(ls "$out/${pkg}"_*_amd64.deb | head -1)
     fi
+    cache_put "$deb" "${deb##*/}"
 fi
 
 # Debian builds its kernels without siw (CONFIG_RDMA_SIW is not set), so
@@ -49,7 +77,15 @@ fi
 # the guest has no siw0 and tests/test_siw.py skips, saying so.
 build_siw() {
     local kver=$1 ver=$2 src="linux-source-${1%.*}" hdr="linux-headers-$1" dir="$out/siw" p
-    [ "$(cat "$dir/.built-from" 2>/dev/null)" = "$kver $ver" ] && [ -f "$dir/siw.ko" ] && return
+    if [ "$(cat "$dir/.built-from" 2>/dev/null)" = "$kver $ver" ] && [ -f "$dir/siw.ko" ]; then
+        cache_put "$dir/siw.ko" "siw-$kver-$ver.ko"
+        return
+    fi
+    if rm -rf "$dir" && mkdir -p "$dir" && cache_get "siw-$kver-$ver.ko" "$dir/siw.ko"; then
+        echo "$kver $ver" > "$dir/.built-from"
+        echo "guest: siw.ko for $kver from the cache $cache" >&2
+        return
+    fi
     for p in "$src" "$hdr"; do
         [ "$(dpkg-query -W -f='${Status} ${Version}' "$p" 2>/dev/null)" = "install ok installed $ver" ] && continue
         if [ "$(id -u)" -ne 0 ]; then
@@ -75,6 +111,7 @@ build_siw() {
     strip --strip-debug -o "$dir/siw.ko" "$dir/src/siw.ko" || die "strip siw.ko failed"
     rm -rf "$dir/src"
     echo "$kver $ver" > "$dir/.built-from"
+    cache_put "$dir/siw.ko" "siw-$kver-$ver.ko"
     echo "guest: built siw.ko for $kver from $src $ver" >&2
 }
 # The kernel version, from the .deb's file list once: listing it unpacks the
@@ -85,6 +122,7 @@ if [ -z "$kver" ] || [ "$deb" -nt "$deb.kver" ]; then
     [ -n "$kver" ] || die "no /lib/modules/<version> in $deb"
     echo "$kver" > "$deb.kver.$$" && mv "$deb.kver.$$" "$deb.kver"
 fi
+cache_put "$deb.kver" "${deb##*/}.kver"
 siw_ko=
 build_siw "$kver" "$(dpkg-deb -f "$deb" Version)" && siw_ko="$out/siw/siw.ko"
 [ -n "$siw_ko" ] || roots=${roots% siw}
@@ -94,8 +132,30 @@ stamp="$out/.built-from"
 # from: a build made before they were installed is made again.
 built_from="$(basename "$deb") $(cat "$here/init" "$0" "$here/extract-vmlinux.sh" $siw_ko | sha1sum | cut -c1-40)"
 built_from="$built_from $( { command -v xz readelf || true; } | tr '\n' ' ')"
+# The image itself is cached under a digest of what it was built from:
+# image-KEY/ holds vmlinuz, initramfs.cpio.gz and (where one was made) vmlinux.
+key=image-$(echo "$built_from" | sha1sum | cut -c1-16)
+put_image() {
+    [ -n "$cache" ] && [ ! -d "$cache/$key" ] || return 0
+    local t="$cache/$key.tmp.$$" f
+    rm -rf "$t" && mkdir "$t" || return 0
+    for f in vmlinuz vmlinux initramfs.cpio.gz; do
+        [ ! -f "$out/$f" ] || cp "$out/$f" "$t/$f" || { rm -rf "$t"; return 0; }
+    done
+    mv -T "$t" "$cache/$key" 2>/dev/null || rm -rf "$t"
+}
 if [ -f "$out/vmlinuz" ] && [ -f "$out/initramfs.cpio.gz" ] &&
    [ "$(cat "$stamp" 2>/dev/null)" = "$built_from" ]; then
+    put_image
+    exit 0
+fi
+if [ -n "$cache" ] && [ -f "$cache/$key/vmlinuz" ] && [ -f "$cache/$key/initramfs.cpio.gz" ]; then
+    for f in vmlinuz vmlinux initramfs.cpio.gz; do
+        rm -f "$out/$f"
+        [ ! -f "$cache/$key/$f" ] || cache_get "$key/$f" "$out/$f" || die "cannot copy $f from $cache/$key"
+    done
+    echo "$built_from" > "$stamp"
+    echo "guest: the image (kernel $kver) from the cache $cache" >&2
     exit 0
 fi
 
@@ -129,8 +189,11 @@ for m in "${order[@]}"; do
 done
 printf '%s\n' "${order[@]}" > "$root/modules.order"
 install -m 0755 "$here/init" "$root/init"
+# New files, not rewritten ones: they may be hard links into the cache.
+rm -f "$out/initramfs.cpio.gz" "$out/vmlinuz" "$out/vmlinux"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$out/initramfs.cpio.gz"
 cp "$tmp/pkg/boot/vmlinuz-$kver" "$out/vmlinuz"
 "$here/extract-vmlinux.sh" "$out/vmlinuz" "$out/vmlinux"
 echo "$built_from" > "$stamp"
+put_image
 echo "guest: built $out (kernel $kver, ${#order[@]} modules)" >&2
