@@ -26,7 +26,10 @@ cache=${EMUNIC_CACHE-${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}/emunic}
 # cache_get NAME DEST: DEST from the cache's NAME (a hard link where it can).
 cache_get() {
     [ -n "$cache" ] && [ -f "$cache/$1" ] || return 1
-    ln -f "$cache/$1" "$2" 2>/dev/null || { cp "$cache/$1" "$2.tmp.$$" && mv "$2.tmp.$$" "$2"; }
+    ln -f "$cache/$1" "$2" 2>/dev/null && return 0
+    { cp "$cache/$1" "$2.tmp.$$" && mv "$2.tmp.$$" "$2"; } 2>/dev/null && return 0
+    rm -f "$2.tmp.$$"
+    return 1
 }
 # cache_put SRC NAME: into the cache unless there; whole or not at all.
 cache_put() {
@@ -45,15 +48,27 @@ command -v cpio >/dev/null || die "cpio is missing (make deps)"
 roots="virtio_pci virtio_net 9pnet_virtio 9p crc32_generic rdma_rxe ib_uverbs rdma_ucm sch_netem veth"
 roots="$roots crc32c_generic dummy siw"
 
-pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
+# (apt-cache fails without lists: then pkg is empty, and the fallback below)
+pkg=$( { apt-cache depends linux-image-amd64 2>/dev/null || true; } |
       awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+# cached_deb PATTERN: the newest .deb in the cache matching PATTERN, or nothing.
+cached_deb() {
+    [ -n "$cache" ] || return 0
+    (cd "$cache" 2>/dev/null && ls -t $1 2>/dev/null | head -1) || true
+}
 if [ -z "$pkg" ]; then
-    # No apt lists yet: fall back to a .deb already in the cache.
-    deb=$(ls -t "$out"/linux-image-[0-9]*_amd64.deb 2>/dev/null | head -1)
+    # No apt lists yet: fall back to a .deb already here or in the cache.
+    deb=$(ls -t "$out"/linux-image-[0-9]*_amd64.deb 2>/dev/null | head -1 || true)
+    c=$(cached_deb 'linux-image-[0-9]*_amd64.deb')
+    if [ -z "$deb" ] && [ -n "$c" ] && cache_get "$c" "$out/$c"; then
+        echo "guest: no apt lists; $c from the cache $cache" >&2
+        deb=$out/$c
+        cache_get "$c.kver" "$deb.kver" || true
+    fi
     [ -n "$deb" ] || die "cannot resolve linux-image-amd64; run 'apt-get update' (make deps does)"
 else
     deb=$(ls "$out/${pkg}"_*_amd64.deb 2>/dev/null | head -1 || true)
-    c=$( (cd "$cache" 2>/dev/null && ls "${pkg}"_*_amd64.deb 2>/dev/null) | head -1 || true)
+    c=$(cached_deb "${pkg}_*_amd64.deb")
     if [ -z "$deb" ] && [ -n "$c" ] && cache_get "$c" "$out/$c"; then
         echo "guest: $pkg from the cache $cache" >&2
         deb=$out/$c
@@ -133,28 +148,45 @@ stamp="$out/.built-from"
 built_from="$(basename "$deb") $(cat "$here/init" "$0" "$here/extract-vmlinux.sh" $siw_ko | sha1sum | cut -c1-40)"
 built_from="$built_from $( { command -v xz readelf || true; } | tr '\n' ' ')"
 # The image itself is cached under a digest of what it was built from:
-# image-KEY/ holds vmlinuz, initramfs.cpio.gz and (where one was made) vmlinux.
+# image-KEY/ holds vmlinuz, initramfs.cpio.gz and vmlinux.  An image whose
+# vmlinux could not be made (no xz or readelf, or a failed extraction) is not
+# cached: a failure that passes would otherwise stay in the cache under the
+# same key, and every later clone would boot the slow bzImage.
 key=image-$(echo "$built_from" | sha1sum | cut -c1-16)
 put_image() {
-    [ -n "$cache" ] && [ ! -d "$cache/$key" ] || return 0
+    [ -n "$cache" ] && [ ! -d "$cache/$key" ] && [ -f "$out/vmlinux" ] || return 0
     local t="$cache/$key.tmp.$$" f
-    rm -rf "$t" && mkdir "$t" || return 0
+    { rm -rf "$t" && mkdir "$t"; } 2>/dev/null || return 0
     for f in vmlinuz vmlinux initramfs.cpio.gz; do
         [ ! -f "$out/$f" ] || cp "$out/$f" "$t/$f" || { rm -rf "$t"; return 0; }
     done
-    mv -T "$t" "$cache/$key" 2>/dev/null || rm -rf "$t"
+    mv -T "$t" "$cache/$key" 2>/dev/null || { rm -rf "$t"; return 0; }
+    prune_cache
+}
+# The cache would grow by an image (~50 MB) each time this script or the
+# kernel changes, and by a .deb (70 MB) each kernel update: a new image
+# keeps the three images used last (a hit touches its directory) and the
+# two newest kernels' .deb, version and siw.ko.
+prune_cache() {
+    local f
+    { ls -dt "$cache"/image-* 2>/dev/null | grep -v '\.tmp\.' | tail -n +4 | xargs -r rm -rf; } || true
+    { ls -t "$cache"/linux-image-*_amd64.deb 2>/dev/null | tail -n +3 |
+        while read -r f; do rm -f "$f" "$f.kver"; done; } || true
+    { ls -t "$cache"/siw-*.ko 2>/dev/null | tail -n +3 | xargs -r rm -f; } || true
 }
 if [ -f "$out/vmlinuz" ] && [ -f "$out/initramfs.cpio.gz" ] &&
    [ "$(cat "$stamp" 2>/dev/null)" = "$built_from" ]; then
     put_image
     exit 0
 fi
-if [ -n "$cache" ] && [ -f "$cache/$key/vmlinuz" ] && [ -f "$cache/$key/initramfs.cpio.gz" ]; then
+if [ -n "$cache" ] && [ -f "$cache/$key/vmlinuz" ] && [ -f "$cache/$key/vmlinux" ] &&
+   [ -f "$cache/$key/initramfs.cpio.gz" ]; then
     for f in vmlinuz vmlinux initramfs.cpio.gz; do
         rm -f "$out/$f"
-        [ ! -f "$cache/$key/$f" ] || cache_get "$key/$f" "$out/$f" || die "cannot copy $f from $cache/$key"
+        cache_get "$key/$f" "$out/$f" || die "cannot copy $f from $cache/$key"
     done
     echo "$built_from" > "$stamp"
+    touch "$cache/$key" 2>/dev/null || true     # used last: kept by prune_cache
     echo "guest: the image (kernel $kver) from the cache $cache" >&2
     exit 0
 fi

@@ -98,12 +98,3 @@ def test_clean_under_asan_and_ubsan(rxe):
 @pytest.mark.parametrize("n", [2, 5, 8])
 def test_the_host_progressed_baseline_is_right_too(rxe, n):
     alltoall(rxe, n, "ptp-all")
-
-
-def test_the_data_pattern_is_its_definition():
-    """pattern.h, which every gather, allgather, all-to-all and bcast check
-    fills and compares with, a word at a time: the same bytes as its byte
-    definition from every alignment and length, and a wrong byte is found
-    exactly where it is (host only)."""
-    out = run_ctest(None, "%s/emunic-patterntest" % BIN)
-    assert "emunic-patterntest: PASS" in out, out

@@ -44,7 +44,11 @@ def test_the_guest_loads_only_its_devices_providers(rxe):
     rc, out = rxe.run("ls /etc/libibverbs.d; ibv_devices", timeout=60)
     assert rc == 0, out
     assert sorted(l for l in out.split() if l.endswith(".driver")) == ["rxe.driver", "siw.driver"], out
-    assert re.search(r"^\s+rxe0\s", out, re.M) and re.search(r"^\s+siw0\s", out, re.M), out
+    assert re.search(r"^\s+rxe0\s", out, re.M), out
+    # siw0 only where the image has siw.ko (test_siw.py fails if it has and
+    # the guest made none; build.sh says why it built none)
+    if os.path.exists(os.path.join(guestlib.BUILD, "siw", "siw.ko")):
+        assert re.search(r"^\s+siw0\s", out, re.M), out
     rc, out = rxe.run("LD_DEBUG=files ibv_devices 2>&1", timeout=60)
     loaded = set(re.findall(r"file=\S*?lib([a-z0-9_]+)-rdmav\d+\.so", out))
     assert rc == 0 and loaded == {"rxe", "siw"}, (loaded, out[-2000:])

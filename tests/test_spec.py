@@ -64,12 +64,15 @@ def _name(check):
 
 
 _children = set()          # the checks' processes while they run
+_stopping = []             # not empty: the session ends, start nothing
 _lock = threading.Lock()
 
 
 def _run(cmd, cwd, timeout):
     """Runs cmd with a bound; a timeout is said, not raised."""
     with _lock:
+        if _stopping:       # a check between two steps when the kill came
+            return 125, "%s: not started, the session ends" % " ".join(cmd)
         p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         _children.add(p)
     try:
@@ -135,9 +138,12 @@ def results():
         # Ctrl-C or an error: queued checks never start, running ones die.
         ex.shutdown(wait=False, cancel_futures=True)
         with _lock:
+            _stopping.append(True)
             for p in _children:
                 p.kill()
         ex.shutdown(wait=True)
+        with _lock:
+            _stopping.clear()
         shutil.rmtree(base, ignore_errors=True)
 
 

@@ -57,6 +57,10 @@ static void one(uint32_t seed, bool garbage)
 		big[50000] ^= 1;
 		if (pattern_bad(big, 3, sizeof(big), seed, garbage) != 40001)
 			FAIL("seed %#x: pattern_bad missed the first wrong byte of 64 KiB", seed);
+		/* from > to is an empty range: nothing read (ASan: nothing
+		 * past the buffer), nothing found */
+		if (pattern_bad(big, sizeof(big) - 2, 4, seed, garbage) != -1)
+			FAIL("seed %#x: pattern_bad found a wrong byte in an empty range", seed);
 	}
 }
 

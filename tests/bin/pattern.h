@@ -73,7 +73,7 @@ static inline long pattern_bad(const unsigned char *buf, size_t from, size_t to,
 	for (; i < to && i % 4; i++)
 		if (buf[i] != pattern_byte(seed, i, garbage))
 			return (long)i;
-	for (; to - i >= 4; i += 4) {
+	for (; i < to && to - i >= 4; i += 4) {	/* i < to: from > to is an empty range */
 		pattern_bytes4(want, pattern_word(seed, i / 4) ^ flip);
 		if (memcmp(buf + i, want, 4))
 			for (size_t j = 0;; j++)
