@@ -6,6 +6,7 @@ the whole session.  `guest_pair` boots two guests joined by a socket netdev.
 """
 import glob
 import os
+import re
 import subprocess
 import sys
 import time
@@ -112,6 +113,16 @@ MEMCHECK = ("valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak
 # "SKIP: reason" line.
 CTEST_PASS, CTEST_SKIP = 0, 77
 
+
+
+def assert_every_rank_failed_at_once(out):
+    """A collective object's first failure disconnects it from its peers
+    (engines/coll/common.c, coll_leave_if_failed): their operations fail
+    in turn and disconnect theirs, so every rank fails naming a failure
+    and none waits out its bound (before, ranks two hops from the fault
+    failed only at their timeout: 2 s here, 30 s by default)."""
+    assert "not complete after" not in out, out
+    assert re.search(r"emunic: rank \d+: coll: \w+ \d+ failed: disconnecting from \d+ peers?, so that", out), out
 
 def run_ctest(runner, cmd, timeout=120, env=None, what=None):
     """Runs a C test program (or emunic-run with one): where RDMA is through

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from conftest import BIN, SANBIN, run_ctest
+from conftest import BIN, SANBIN, run_ctest, assert_every_rank_failed_at_once
 
 RUN = BIN + "/emunic-run"
 
@@ -63,14 +63,10 @@ def test_a_fault_fails_every_rank_with_a_named_error(rxe, spec):
     firsts = re.findall(r"emunic-bcast: rank (\d+): first failure: bcast (\d+): (.*) \((\d+) ms\)", out)
     assert sorted(int(r) for r, _, _, _ in firsts) == list(range(n)), out
     for r, at, why, ms in firsts:
-        assert why in ("Input/output error", "Connection timed out"), out
+        assert why == "Input/output error", out
+    assert_every_rank_failed_at_once(out)
     # The failure itself is named: rank, peer, QP, opcode and status.
     assert re.search(r"emunic: rank \d: peer \d qp \d+: (SEND|RECV) \((wr_id \d+|arrival)\) failed: ", out), out
-    if spec.startswith("rnr"):
-        # Rank 1 takes no data: whoever waits for its data, or it for its
-        # parent's, times out naming the parent and how far it got.
-        assert re.search(r"coll: bcast \d+ not complete after 2000 ms( \(queued behind bcast \d+\))?; "
-                         r"data missing from peer \d+ \(segments \d+ of \d+\)", out), out
     if spec.startswith("wc"):
         # Bcasts 1 and 2 succeed everywhere (and were checked); rank 0's
         # failed send is in bcast 3, reported by it or the next one.

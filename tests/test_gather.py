@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from conftest import BIN, SANBIN, run_ctest
+from conftest import BIN, SANBIN, run_ctest, assert_every_rank_failed_at_once
 from test_alltoall import alltoall as run  # one runner for every kind's checks
 
 KINDS = ("gather", "allgather")
@@ -85,7 +85,8 @@ def test_a_fault_fails_every_rank_with_a_named_error(rxe, kind, spec, n):
     firsts = re.findall(r"emunic-alltoall: rank (\d+): first failure: %s (\d+): (.*) \((\d+) ms\)" % kind, out)
     assert sorted(int(r) for r, _, _, _ in firsts) == list(range(n)), out
     for r, at, why, ms in firsts:
-        assert why in ("Input/output error", "Connection timed out"), out
+        assert why == "Input/output error", out
+    assert_every_rank_failed_at_once(out)
     # The failure itself is named: rank, peer, QP, opcode and status.
     assert re.search(r"emunic: rank \d: peer \d qp \d+: (SEND|RECV) \((wr_id \d+|arrival)\) failed: ", out), out
     ats = {int(r): int(at) for r, at, _, _ in firsts}
@@ -96,11 +97,9 @@ def test_a_fault_fails_every_rank_with_a_named_error(rxe, kind, spec, n):
     if "after=4" in spec:
         # Four gathers land and were checked on the root; its gather 5 names
         # a peer: the failed senders' QPs disconnect, so the root's WAIT for
-        # one fails (or, were that slower than the bound, the timeout names
-        # the senders whose segments did not come).
+        # one fails.
         assert all(at >= 5 for at in ats.values()), out
-        assert re.search(r"rank 0: coll: gather 5(: WAIT for peer \d failed: | not complete after \d+ ms; data "
-                         r"missing from peer \d \(segments 0 of 1\))", out), out
+        assert re.search(r"rank 0: coll: gather 5: WAIT for peer \d failed: ", out), out
 
 
 def test_clean_under_asan_and_ubsan(rxe):

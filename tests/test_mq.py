@@ -19,6 +19,9 @@ CHECKS = {
     "rnr": "a receive not yet enabled makes the sender see RNR (rnr_retry 0)",
     "invalid": "invalid lists are rejected and leave the MQ usable",
     "close_inflight": "closing the device with work in flight cancels it and returns",
+    "disconnect": "emunic_qp_disconnect fails the QP for good (its held send flushes) and tells the peer, "
+                  "whose QP fails at once; the pair's other QP carries on; NULL is EINVAL, a second call "
+                  "changes nothing",
     "wait_error": "a failed completion counted by an unsignaled WAIT surfaces on the MQ with its status",
     "wait_before_failure": "a WAIT met by the successes before a failure succeeds; one counting it fails",
     "wait_next": "a list posted EMUNIC_POST_WAIT_NEXT whose wait never comes still runs (the core); "

@@ -193,6 +193,16 @@ int emunic_qp_destroy(struct emunic_qp *qp)
 	return e;
 }
 
+int emunic_qp_disconnect(struct emunic_qp *qp)
+{
+	if (!qp || atomic_load(&qp->o.dead))
+		return emunic_err(-EINVAL, "qp_disconnect: not a live qp");
+	if (nic_owned(qp->o.dev))
+		return emunic_err(-EINVAL, "qp_disconnect: peer %d qp " NIC_QP_FMT ": not from an event handler",
+				  qp->peer, NIC_QP_ARG(qp));
+	return nic_send_cmd(qp->o.dev, NIC_CMD_QP_DISCONNECT, OBJ_QP, qp->o.handle, 0) ? -EIO : 0;
+}
+
 int emunic_qp_connected(const struct emunic_qp *qp)
 {
 	return atomic_load(&((struct emunic_qp *)qp)->state) == QP_UP;

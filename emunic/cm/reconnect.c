@@ -47,9 +47,9 @@ bool rc_fail(struct emunic_dev *d, struct emunic_qp *qp, int status, unsigned ho
 		nic_qp_set_state(qp, QP_ERROR);
 		return false;
 	}
-	if (conn_down(c))
+	if (conn_down(c) && !(how & NIC_QPF_FINAL))
 		return true;	/* already being made again */
-	if (!can_reconnect(d, qp)) {
+	if ((how & NIC_QPF_FINAL) || !can_reconnect(d, qp)) {
 		if (qp->attr.reconnects && (qp->attr.flags & EMUNIC_QP_TRIGGERED) && atomic_load(&qp->was_up) &&
 		    !c->left && c->st != CONN_FAILED)
 			nic_notice(d, "peer %d qp %u: %s; %u reconnection(s) in a row did not help: the failure is final",

@@ -226,6 +226,7 @@ enum nic_cmd_type {
 	NIC_CMD_OBJ_CREATE,	/* link an object (QPs start connecting) */
 	NIC_CMD_OBJ_DESTROY,
 	NIC_CMD_START,		/* a start of a prepared MQ list (start_*) */
+	NIC_CMD_QP_DISCONNECT,	/* emunic_qp_disconnect: the QP fails for good */
 	NIC_CMD_TYPES,
 };
 
@@ -268,9 +269,12 @@ typedef void (*nic_cmd_fn)(struct emunic_dev *d, const struct nic_cmd *c);
 
 /* ---- hooks the connection and fault units install -------------------------------------- */
 
-/* How a failure is final: tell the peer; or say nothing when no work waits. */
+/* How a failure is final: tell the peer; or say nothing when no work waits;
+ * final even where the QP would be connected again (the application's own
+ * disconnect). */
 #define NIC_QPF_DISCONNECT 1u
 #define NIC_QPF_QUIET_IDLE 2u
+#define NIC_QPF_FINAL 4u
 
 struct nic_qp_hooks {
 	/* qp's connection failed with status: true when it will be made again

@@ -91,10 +91,27 @@ static void on_destroy(struct emunic_dev *d, const struct nic_cmd *c)
 		nic_release_obj(d, o);
 }
 
+/* The application ends a QP's connection for good: as a final completion
+ * error would (its work flushes), and the peer is told. */
+static void on_disconnect(struct emunic_dev *d, const struct nic_cmd *c)
+{
+	struct emunic_qp *qp = (struct emunic_qp *)nic_resolve(d, c->obj, OBJ_QP);
+	int s;
+
+	if (!qp || atomic_load(&qp->o.gone))
+		return;
+	s = atomic_load(&qp->state);
+	if (s == QP_ERROR || s == QP_CLOSED)
+		return;		/* failed already: the peer was told then */
+	nic_qp_failed(d, qp, IBV_WC_WR_FLUSH_ERR, NIC_QPF_DISCONNECT | NIC_QPF_FINAL,
+		      "the application disconnected it");
+}
+
 void nic_objs_init(struct emunic_dev *d)
 {
 	d->on_cmd[NIC_CMD_OBJ_CREATE] = on_create;
 	d->on_cmd[NIC_CMD_OBJ_DESTROY] = on_destroy;
+	d->on_cmd[NIC_CMD_QP_DISCONNECT] = on_disconnect;
 }
 
 int nic_obj_create(struct obj *o)

@@ -107,6 +107,7 @@ struct emunic_coll {
 	uint64_t sends_posted, sends_done;
 	int err;			/* first failure; barriers from err_seq on fail */
 	uint64_t err_seq;
+	bool left;			/* its QPs disconnected after the failure (coll_leave) */
 	int nreq;			/* requests handed out, not yet waited */
 	struct emunic_coll_req *spare;	/* waited requests, for the next post: no allocation a call */
 	bool wait_next;			/* a blocking call posts: its wait follows */
@@ -164,6 +165,9 @@ int coll_mq_start(struct emunic_coll *c, struct emunic_mq_prepared *pl, uint64_t
 int coll_post_lists(struct emunic_coll *c, unsigned n, uint64_t seq);
 /* The fence of struct coll_alg: a WAIT for every send posted so far. */
 int coll_send_fence(struct emunic_coll *c, uint64_t *seq);
+/* After the first failure, once every operation before it is complete:
+ * disconnects every QP of c, once. */
+void coll_leave_if_failed(struct emunic_coll *c);
 
 /* barrier.c: the recursive-doubling barrier (schedule.c's) as task lists. */
 extern const struct coll_alg coll_barrier_alg;

@@ -154,14 +154,43 @@ int coll_post_lists(struct emunic_coll *c, unsigned n, uint64_t seq)
 				c->err = -EIO;
 				c->err_seq = seq;
 			}
-			return coll_err(c, -EIO, "%s %llu: %u of its %u tasks were posted, the rest failed (%d): "
-					"it and every later one fail", c->alg->name, (unsigned long long)seq, at, n, r);
+			coll_err(c, -EIO, "%s %llu: %u of its %u tasks were posted, the rest failed (%d): "
+				 "it and every later one fail", c->alg->name, (unsigned long long)seq, at, n, r);
+			coll_leave_if_failed(c);
+			return -EIO;
 		}
 		if (r)
 			return r;
 		at += k;
 	}
 	return 0;
+}
+
+/* Once an operation failed, every later one fails (coll_seq_status): the
+ * object is of no more use.  Its peers would learn only at their timeout
+ * (30 s by default), and their peers later still: a rank two hops from
+ * the failure waits for data from a rank that gave up.  So it disconnects
+ * every QP: each peer's QP fails, and with it the peer's operation in
+ * flight (a WAIT on its signals or data fails), which disconnects the
+ * peer's own QPs in turn: the whole group fails within a few hops' time,
+ * each rank naming a failure.  As MPI's revoke (ULFM), and for the same
+ * reason. */
+void coll_leave_if_failed(struct emunic_coll *c)
+{
+	int n = 0;
+
+	/* Not while an operation before the failed one is in flight: the
+	 * disconnect would fail it too. */
+	if (!c->err || c->left || c->done + 1 < c->err_seq)
+		return;
+	c->left = true;
+	for (int p = 0; c->peer && p < c->size; p++)
+		if (c->peer[p].qp && !emunic_qp_failed(c->peer[p].qp) && !emunic_qp_disconnect(c->peer[p].qp))
+			n++;
+	if (n)
+		coll_err(c, 0, "%s %llu failed: disconnecting from %d peer%s, so that %s now, not at %s timeout",
+			 c->alg->name, (unsigned long long)c->err_seq, n, n == 1 ? "" : "s",
+			 n == 1 ? "it fails" : "they fail", n == 1 ? "its" : "their");
 }
 
 /* Destroy's fence: completes once every send this rank posted completed

@@ -30,6 +30,14 @@ static void set_err(struct emunic_coll *c, uint64_t seq, int err)
 		c->err = err;
 		c->err_seq = seq;
 	}
+	coll_leave_if_failed(c);
+}
+
+/* Work flushed because this rank disconnected after its first failure
+ * (coll_leave_if_failed): that failure was named, this follows from it. */
+static bool consequence(const struct emunic_coll *c, const struct emunic_wc *wc)
+{
+	return c->left && wc->status == EMUNIC_WC_WR_FLUSH_ERR;
 }
 
 static void on_send_wc(struct emunic_coll *c, const struct emunic_wc *wc)
@@ -41,9 +49,10 @@ static void on_send_wc(struct emunic_coll *c, const struct emunic_wc *wc)
 		c->alg->send_done(c, seq);
 	if (wc->status == EMUNIC_WC_SUCCESS)
 		return;
-	coll_err(c, 0, "%s %llu: %s to peer %d failed: %s", c->alg->name, (unsigned long long)seq,
-		 emunic_task_op_str(wc->op), wc->peer >= 0 ? wc->peer : (int)(wc->wr_id & COLL_PEER_MASK),
-		 emunic_wc_status_str(wc->status));
+	if (!consequence(c, wc))
+		coll_err(c, 0, "%s %llu: %s to peer %d failed: %s", c->alg->name, (unsigned long long)seq,
+			 emunic_task_op_str(wc->op), wc->peer >= 0 ? wc->peer : (int)(wc->wr_id & COLL_PEER_MASK),
+			 emunic_wc_status_str(wc->status));
 	set_err(c, seq, status_errno(wc->status));
 }
 
@@ -57,14 +66,17 @@ static void on_mq_wc(struct emunic_coll *c, const struct emunic_wc *wc)
 		for (; c->done < seq; c->done++)
 			if (c->alg->complete)
 				c->alg->complete(c, c->done + 1);
+		coll_leave_if_failed(c);
 		return;
 	}
-	if (peer == (int)COLL_PEER_MASK)
-		coll_err(c, 0, "teardown fence (WAIT for %llu send completions) failed: %s",
-			 (unsigned long long)c->sends_posted, emunic_wc_status_str(wc->status));
-	else
+	if (peer == (int)COLL_PEER_MASK) {
+		if (!c->left)	/* else the failure it counts was named */
+			coll_err(c, 0, "teardown fence (WAIT for %llu send completions) failed: %s",
+				 (unsigned long long)c->sends_posted, emunic_wc_status_str(wc->status));
+	} else if (!consequence(c, wc)) {
 		coll_err(c, 0, "%s %llu: %s for peer %d failed: %s", c->alg->name, (unsigned long long)seq,
 			 emunic_task_op_str(wc->op), peer, emunic_wc_status_str(wc->status));
+	}
 	set_err(c, seq, status_errno(wc->status));
 }
 

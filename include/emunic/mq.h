@@ -243,6 +243,19 @@ int emunic_qp_peer(const struct emunic_qp *qp);
 unsigned emunic_qp_send_capacity(const struct emunic_qp *qp);
 /* Nonzero once the QP failed (its work completes with errors from now on). */
 int emunic_qp_failed(const struct emunic_qp *qp);
+/*
+ * Ends qp's connection for good, as a final completion error would: its
+ * work not yet done completes with EMUNIC_WC_WR_FLUSH_ERR (WAITs counting
+ * it fail), later work fails, and the peer is told (rdma_disconnect), so
+ * that its QP fails too, now rather than at its next timeout.  No
+ * reconnection, whatever attr.reconnects says.  The progress core applies
+ * it (emunic_qp_failed is nonzero from then on); a QP that failed already
+ * is left as it is.  For an application that gives up on a peer, or on a
+ * whole group: a collective object that failed disconnects all its QPs
+ * (emunic/coll.h).  0; -EINVAL for NULL, a destroyed QP or a call from an
+ * event handler.
+ */
+int emunic_qp_disconnect(struct emunic_qp *qp);
 /* Waits (bounded) until the connection is up: 0, -ETIMEDOUT, -ECONNREFUSED. */
 int emunic_qp_wait_connected(struct emunic_qp *qp, int timeout_ms);
 /* Nonzero once the connection is up. */

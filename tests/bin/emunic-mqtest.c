@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -419,6 +420,62 @@ static void t_wait_error(void)
 		CHECK(wc.wr_id == 77 && wc.status == EMUNIC_WC_WR_FLUSH_ERR,
 		      "the task after a failed WAIT of its list completed with %s (wr_id %llu), not flushed",
 		      emunic_wc_status_str(wc.status), (unsigned long long)wc.wr_id);
+	}
+	sync_ranks();
+}
+
+/* Waits up to 5 s for qp to fail. */
+static bool fails_soon(struct emunic_qp *qp)
+{
+	for (int i = 0; i < 500 && !emunic_qp_failed(qp); i++)
+		ms(10);
+	return emunic_qp_failed(qp);
+}
+
+static void t_disconnect(void)
+{
+	struct emunic_qp_attr a;
+	struct emunic_qp *other;
+	struct emunic_task t;
+	struct emunic_wc wc;
+
+	/* Rank 0 holds a send (not enabled) and disconnects: its send flushes,
+	 * rank 1's QP fails at once (its receives flush), and the pair's other
+	 * QP still carries a send.  NULL is EINVAL; a second call leaves the
+	 * failed QP as it is. */
+	setup(T->rank == 0 ? EMUNIC_QP_MANAGED_SEND : 0, 7);
+	emunic_qp_attr_init(&a);
+	a.send_cq = T->scq;
+	a.recv_cq = T->rcq;
+	a.pair_key = 5;
+	CHECK(!emunic_qp_create(T->dev, 1 - T->rank, &a, &other) && !emunic_qp_wait_connected(other, 30000),
+	      "a second QP (pair key 5)");
+	if (T->rank == 1) {
+		recvs(2);
+		t = data(EMUNIC_TASK_RECV, 9);
+		t.qp = other;
+		post1(t);
+	}
+	sync_ranks();
+	if (T->rank == 0) {
+		sends(1);
+		CHECK(emunic_qp_disconnect(NULL) == -EINVAL, "emunic_qp_disconnect(NULL) was accepted");
+		CHECK(emunic_qp_disconnect(T->qp) == 0, "emunic_qp_disconnect failed");
+		CHECK(fails_soon(T->qp), "the QP did not fail after emunic_qp_disconnect");
+		CHECK(await(T->scq, 1) == 1 && emunic_cq_poll(T->scq, &wc, 1) == 1, "the held send did not complete");
+		CHECK(wc.status == EMUNIC_WC_WR_FLUSH_ERR, "the held send completed with %s, not flushed",
+		      emunic_wc_status_str(wc.status));
+		CHECK(emunic_qp_disconnect(T->qp) == 0 && emunic_qp_failed(T->qp), "a second disconnect");
+		CHECK(emunic_qp_connected(other), "the other QP went down with the disconnected one");
+		t = data(EMUNIC_TASK_SEND, 9);
+		t.qp = other;
+		post1(t);
+	} else {
+		/* Told, not left to find out at its next send's retries. */
+		CHECK(fails_soon(T->qp), "the peer's disconnect did not fail this rank's QP within 5 s");
+		CHECK(await(T->rcq, 3) == 3, "%llu of 3 receives completed: 2 flushed and the other QP's",
+		      (unsigned long long)emunic_cq_count(T->rcq));
+		CHECK(emunic_qp_connected(other), "the other QP went down with the disconnected one");
 	}
 	sync_ranks();
 }
@@ -1086,7 +1143,7 @@ static const struct { const char *name; void (*fn)(void); unsigned needs; } chec
 	{ "start_away", t_start_away, 0 },
 	{ "quiet_handover", t_quiet_handover, 0 }, { "lazy_start", t_lazy_start, 0 },
 	{ "post_lists", t_post_lists, 0 }, { "unsupported", t_unsupported, 0 }, { "pair_key", t_pair_key, 0 },
-	{ "prepared", t_prepared, 0 }, { "prepared_rules", t_prepared_rules, 0 },
+	{ "prepared", t_prepared, 0 }, { "prepared_rules", t_prepared_rules, 0 }, { "disconnect", t_disconnect, 0 },
 };
 
 int main(int argc, char **argv)
