@@ -154,7 +154,11 @@ built_from="$built_from $( { command -v xz readelf || true; } | tr '\n' ' ')"
 # same key, and every later clone would boot the slow bzImage.
 key=image-$(echo "$built_from" | sha1sum | cut -c1-16)
 put_image() {
-    [ -n "$cache" ] && [ ! -d "$cache/$key" ] && [ -f "$out/vmlinux" ] || return 0
+    [ -n "$cache" ] && [ -f "$out/vmlinux" ] || return 0
+    if [ -d "$cache/$key" ]; then
+        [ ! -f "$cache/$key/vmlinux" ] || { touch "$cache/$key" 2>/dev/null; return 0; }   # used last
+        rm -rf "$cache/$key" 2>/dev/null || return 0    # an older build's, without vmlinux
+    fi
     local t="$cache/$key.tmp.$$" f
     { rm -rf "$t" && mkdir "$t"; } 2>/dev/null || return 0
     for f in vmlinuz vmlinux initramfs.cpio.gz; do
@@ -169,10 +173,15 @@ put_image() {
 # two newest kernels' .deb, version and siw.ko.
 prune_cache() {
     local f
-    { ls -dt "$cache"/image-* 2>/dev/null | grep -v '\.tmp\.' | tail -n +4 | xargs -r rm -rf; } || true
+    # One name a line (a space in the path stays in the name); temp
+    # entries a killed build left go after an hour.
+    { ls -dt "$cache"/image-* 2>/dev/null | grep -v '\.tmp\.' | tail -n +4 |
+        while IFS= read -r f; do rm -rf -- "$f"; done; } || true
     { ls -t "$cache"/linux-image-*_amd64.deb 2>/dev/null | tail -n +3 |
-        while read -r f; do rm -f "$f" "$f.kver"; done; } || true
-    { ls -t "$cache"/siw-*.ko 2>/dev/null | tail -n +3 | xargs -r rm -f; } || true
+        while IFS= read -r f; do rm -f -- "$f" "$f.kver"; done; } || true
+    { ls -t "$cache"/siw-*.ko 2>/dev/null | tail -n +3 |
+        while IFS= read -r f; do rm -f -- "$f"; done; } || true
+    find "$cache" -maxdepth 1 -name '*.tmp.*' -mmin +60 -exec rm -rf -- {} + 2>/dev/null || true
 }
 if [ -f "$out/vmlinuz" ] && [ -f "$out/initramfs.cpio.gz" ] &&
    [ "$(cat "$stamp" 2>/dev/null)" = "$built_from" ]; then
@@ -181,14 +190,18 @@ if [ -f "$out/vmlinuz" ] && [ -f "$out/initramfs.cpio.gz" ] &&
 fi
 if [ -n "$cache" ] && [ -f "$cache/$key/vmlinuz" ] && [ -f "$cache/$key/vmlinux" ] &&
    [ -f "$cache/$key/initramfs.cpio.gz" ]; then
+    touch "$cache/$key" 2>/dev/null || true     # used last: kept by another build's prune_cache
+    got=1
     for f in vmlinuz vmlinux initramfs.cpio.gz; do
         rm -f "$out/$f"
-        cache_get "$key/$f" "$out/$f" || die "cannot copy $f from $cache/$key"
+        cache_get "$key/$f" "$out/$f" || { got=; break; }
     done
-    echo "$built_from" > "$stamp"
-    touch "$cache/$key" 2>/dev/null || true     # used last: kept by prune_cache
-    echo "guest: the image (kernel $kver) from the cache $cache" >&2
-    exit 0
+    if [ -n "$got" ]; then
+        echo "$built_from" > "$stamp"
+        echo "guest: the image (kernel $kver) from the cache $cache" >&2
+        exit 0
+    fi
+    echo "guest: could not take the image from $cache/$key; building it" >&2
 fi
 
 tmp=$(mktemp -d "$out/.build.XXXXXX")

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -330,5 +331,67 @@ def test_without_apt_lists_a_build_takes_the_kernel_from_the_cache_or_says_what_
         assert "no apt lists; %s from the cache %s" % (deb, cache) in said, said
         assert "the image (kernel " in said and "built " not in said, said
         assert os.path.exists(tmp_path / "out" / "vmlinuz") and os.path.exists(tmp_path / "out" / "initramfs.cpio.gz")
+    finally:
+        shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_the_cache_keeps_three_images_and_two_kernels_whatever_its_path(tmp_path):
+    """A new image in the cache prunes it: the three images used last, the
+    two newest kernels' .deb (with its version) and siw.ko, and temp
+    entries a killed build left over an hour ago.  With a space in the
+    cache's path (a home directory "John Doe"), nothing outside it goes."""
+    guestlib.build_image()
+    src = guestlib.BUILD
+    with open(os.path.join(src, ".built-from")) as f:
+        deb = f.read().split()[0]
+    if not os.path.exists(os.path.join(src, "vmlinux")):
+        pytest.skip("this machine made no vmlinux (no xz or readelf): build.sh caches no image")
+    try:
+        base = tmp_path / "my cache"
+        cache = base / "emunic"
+        cache.mkdir(parents=True)
+        (tmp_path / "my").mkdir()          # what a split "my cache/..." would name
+        (tmp_path / "my" / "keep").write_text("not the cache's")
+        old = time.time() - 7200
+        for i in range(5):                 # image-0..4, 4 the newest
+            d = cache / ("image-%016d" % i)
+            d.mkdir()
+            (d / "vmlinuz").write_text("x")
+            os.utime(d, (old + i, old + i))
+        for i, name in enumerate(["linux-image-1.0-amd64_1.0-1_amd64.deb", "linux-image-2.0-amd64_2.0-1_amd64.deb",
+                                  "linux-image-3.0-amd64_3.0-1_amd64.deb"]):
+            for f in (name, name + ".kver"):
+                (cache / f).write_text("x")
+                os.utime(cache / f, (old + i, old + i))
+        for i in range(3):
+            (cache / ("siw-%d.0-amd64-%d.ko" % (i, i))).write_text("x")
+            os.utime(cache / ("siw-%d.0-amd64-%d.ko" % (i, i)), (old + i, old + i))
+        (cache / "image-left.tmp.123").mkdir()
+        os.utime(cache / "image-left.tmp.123", (old, old))
+        (cache / "image-fresh.tmp.456").mkdir()    # a build under way
+        # A tree whose image is built and stamped, not yet in this cache:
+        # the build puts it there, then prunes.
+        out = tmp_path / "out"
+        (out / "siw").mkdir(parents=True)
+        for f in ("vmlinuz", "vmlinux", "initramfs.cpio.gz", ".built-from", deb, deb + ".kver"):
+            _link_or_copy(os.path.join(src, f), out / f)
+        for f in os.listdir(os.path.join(src, "siw")):
+            _link_or_copy(os.path.join(src, "siw", f), out / "siw" / f)
+        build = os.path.join(os.path.dirname(accel.__file__), "build.sh")
+        p = subprocess.run([build, str(out)], env=dict(os.environ, EMUNIC_CACHE=str(cache)),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+        said = p.stdout.decode()
+        assert p.returncode == 0, said
+        left = sorted(os.listdir(cache))
+        images = [n for n in left if n.startswith("image-") and ".tmp." not in n]
+        assert len(images) == 3 and "image-%016d" % 4 in images and "image-%016d" % 3 in images, left
+        assert "image-left.tmp.123" not in left and "image-fresh.tmp.456" in left, left
+        debs = [n for n in left if n.endswith("_amd64.deb")]
+        # the newest fake one, and the machine's own (newer: put by this
+        # build where apt resolved it) or the next fake one
+        assert len(debs) == 2 and "linux-image-3.0-amd64_3.0-1_amd64.deb" in debs, left
+        assert all(n[:-len(".kver")] in debs for n in left if n.endswith(".kver")), left
+        assert len([n for n in left if n.startswith("siw-")]) == 2, left
+        assert (tmp_path / "my" / "keep").read_text() == "not the cache's"
     finally:
         shutil.rmtree(tmp_path, ignore_errors=True)

@@ -153,14 +153,19 @@ def check_fault_named(out, abort_first=None, abort_peer=None):
     0's engine line must name it (the engine prints before it leaves).  Or
     that abort ends rank 0 between its collective's line and its
     interposer's (CI at a4f84de, under MPICH); then the peer's
-    interposer must have named it."""
+    interposer must have named it.  The peer's naming may also be its
+    engine's line for the disconnect, which names rank 0 and the QP: CI at
+    adb8a59, under MPICH, ended the job with that line and neither the
+    peer's collective line nor rank 0's abort line in the output."""
     engine = re.search(r"emunic: rank 0: peer 1 qp \d+: SEND \(wr_id \d+\) failed: remote access error", out)
     coll = re.search(r"emunic: rank 0: coll: \w+ \d+: SEND to peer 1 failed: remote access error", out)
     peer = re.search(r"emunic: rank 1: coll: \w+ \d+: ", out)
+    peer_engine = re.search(r"emunic: rank 1: peer 0 qp \d+: the peer disconnected .* with \d+ send\(s\) "
+                            r"outstanding: they fail", out)
     peer_aborted = abort_peer and peer and re.search(abort_peer, out)
     peer_first = not coll and peer_aborted
     assert coll or (peer_first and engine), out
-    assert peer or (abort_first and re.search(abort_first, out)), out	# the peer names it too
+    assert peer or peer_engine or (abort_first and re.search(abort_first, out)), out	# the peer names it too
     mpi = r"emunic-mpi: rank %d: \w+ on communicator 0x[0-9a-f]+ failed: "
     assert peer_first or re.search(mpi % 0, out) or (peer_aborted and re.search(mpi % 1, out)), out
 

@@ -43,6 +43,7 @@ struct qp_conn {
 	bool passive;			/* id is a request we accepted */
 	bool settled;			/* this reconnection's work was settled */
 	unsigned left;			/* reconnections left before a failure is final */
+	bool end_asked;			/* emunic_qp_disconnect: ends once up, never made again */
 	unsigned first_tries;		/* first connection: rdma_connect refusals so far */
 	int status;			/* what failed it */
 	uint64_t seq;			/* connections this side started */
@@ -86,6 +87,7 @@ static inline bool conn_down(const struct qp_conn *c)
 void conn_set(struct emunic_qp *qp, enum conn_state st);
 void conn_busy(struct emunic_dev *d, struct emunic_qp *qp);
 void conn_up(struct emunic_dev *d, struct emunic_qp *qp);
+void conn_end(struct emunic_dev *d, struct emunic_qp *qp);
 void conn_disconnect(struct emunic_qp *qp);
 int conn_create_vqp(struct emunic_dev *d, struct emunic_qp *qp);
 /* qp's verbs QP to INIT, RTR or RTS on id, through the device interface. */

@@ -72,10 +72,43 @@ void conn_up(struct emunic_dev *d, struct emunic_qp *qp)
 
 	atomic_store(&qp->was_up, true);
 	rc_up(qp);
-	if (failed)
+	if (failed) {
 		nic_qp_failed(d, qp, IBV_WC_RETRY_EXC_ERR, 0, "a fault rule reset it");
-	else
+	} else {
 		conn_set(qp, CONN_UP);
+		if (conn_of(qp)->end_asked)
+			conn_end(d, qp);	/* asked while it was being made */
+	}
+}
+
+/* The application ends the connection for good (emunic_qp_disconnect).  Up:
+ * the peer is told (rdma_disconnect), the work fails as after a final
+ * failure, and a request the peer parked here is refused (a later one is
+ * too: the QP is FAILED).  Being made again: given up at the reconnection
+ * unit's next step with no attempt under way (rc_step).  An attempt under
+ * way (the first connection, or one made again) is not cut short, which
+ * would race its own events: the connection ends when it comes up
+ * (conn_up), and a failure before that is final. */
+void conn_end(struct emunic_dev *d, struct emunic_qp *qp)
+{
+	struct qp_conn *c = conn_of(qp);
+
+	if (c->st == CONN_FAILED)
+		return;
+	c->left = 0;
+	c->end_asked = true;
+	if (c->st != CONN_UP) {
+		if (conn_down(c))
+			conn_busy(d, qp);	/* rc_step gives it up between attempts */
+		return;
+	}
+	if (nic_qp_has_work(qp))	/* as for a peer's disconnect: news only with work on its way */
+		nic_notice(d, "peer %d qp " NIC_QP_FMT ": disconnected by the application with %llu send(s) "
+			   "outstanding: they fail", qp->peer, NIC_QP_ARG(qp),
+			   (unsigned long long)(qp->sq.tail - qp->sq.done));
+	conn_set(qp, CONN_FAILED);
+	conn_disconnect(qp);
+	cm_refuse_parked(d, qp);
 }
 
 void conn_disconnect(struct emunic_qp *qp)

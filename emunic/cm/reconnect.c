@@ -47,9 +47,11 @@ bool rc_fail(struct emunic_dev *d, struct emunic_qp *qp, int status, unsigned ho
 		nic_qp_set_state(qp, QP_ERROR);
 		return false;
 	}
-	if (conn_down(c) && !(how & NIC_QPF_FINAL))
+	if (c->st == CONN_FAILED)
+		return false;	/* for good: a later error (a flushed arrival) changes nothing */
+	if (conn_down(c))
 		return true;	/* already being made again */
-	if ((how & NIC_QPF_FINAL) || !can_reconnect(d, qp)) {
+	if (!can_reconnect(d, qp)) {
 		if (qp->attr.reconnects && (qp->attr.flags & EMUNIC_QP_TRIGGERED) && atomic_load(&qp->was_up) &&
 		    !c->left && c->st != CONN_FAILED)
 			nic_notice(d, "peer %d qp %u: %s; %u reconnection(s) in a row did not help: the failure is final",
@@ -135,6 +137,10 @@ enum rc_next rc_step(struct emunic_dev *d, struct emunic_qp *qp)
 	}
 	if (c->st != CONN_RECONNECTING)
 		return RC_IDLE;
+	if (c->end_asked && !c->id) {
+		give_up(qp, "the application disconnected it");
+		return RC_DID;
+	}
 	/* The clock runs only while work waits for the peer. */
 	if (!nic_qp_has_work(qp)) {
 		c->since_ns = 0;
@@ -164,7 +170,7 @@ bool rc_attempt_failed(struct emunic_qp *qp, bool gone, const char *why)
 		return false;
 	rc_bury_id(qp);		/* maybe inside its event: destroyed later */
 	conn_set(qp, qp->vqp ? CONN_TEARDOWN : CONN_RECONNECTING);	/* its QP too, once drained */
-	if (gone) {
+	if (gone || c->end_asked) {
 		give_up(qp, why);
 		return true;
 	}

@@ -135,7 +135,7 @@ static void delivered(struct emunic_dev *d, struct emunic_qp *qp)
 	struct qp_conn *c = conn_of(qp);
 
 	(void)d;
-	if (c && c->left < qp->attr.reconnects)
+	if (c && c->st != CONN_FAILED && !c->end_asked && c->left < qp->attr.reconnects)
 		c->left = qp->attr.reconnects;		/* the peer takes writes again */
 }
 
@@ -148,7 +148,7 @@ static const struct nic_unit cm_unit = {
 	.name = "cm", .step = step, .next_due_ns = next_due, .attach = attach, .release = release, .fini = fini,
 };
 
-static const struct nic_qp_hooks cm_hooks = { .failed = rc_fail, .delivered = delivered };
+static const struct nic_qp_hooks cm_hooks = { .failed = rc_fail, .delivered = delivered, .end = conn_end };
 
 int emunic_cm_unit_init(struct emunic_dev *d)
 {

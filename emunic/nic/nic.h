@@ -269,12 +269,9 @@ typedef void (*nic_cmd_fn)(struct emunic_dev *d, const struct nic_cmd *c);
 
 /* ---- hooks the connection and fault units install -------------------------------------- */
 
-/* How a failure is final: tell the peer; or say nothing when no work waits;
- * final even where the QP would be connected again (the application's own
- * disconnect). */
+/* How a failure is final: tell the peer; or say nothing when no work waits. */
 #define NIC_QPF_DISCONNECT 1u
 #define NIC_QPF_QUIET_IDLE 2u
-#define NIC_QPF_FINAL 4u
 
 struct nic_qp_hooks {
 	/* qp's connection failed with status: true when it will be made again
@@ -283,6 +280,8 @@ struct nic_qp_hooks {
 	bool (*failed)(struct emunic_dev *d, struct emunic_qp *qp, int status, unsigned how, const char *why);
 	/* A write-with-immediate of qp completed: the peer takes writes again. */
 	void (*delivered)(struct emunic_dev *d, struct emunic_qp *qp);
+	/* The application ends qp's connection for good (emunic_qp_disconnect). */
+	void (*end)(struct emunic_dev *d, struct emunic_qp *qp);
 };
 
 struct nic_fault_ops {

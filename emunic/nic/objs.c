@@ -103,8 +103,12 @@ static void on_disconnect(struct emunic_dev *d, const struct nic_cmd *c)
 	s = atomic_load(&qp->state);
 	if (s == QP_ERROR || s == QP_CLOSED)
 		return;		/* failed already: the peer was told then */
-	nic_qp_failed(d, qp, IBV_WC_WR_FLUSH_ERR, NIC_QPF_DISCONNECT | NIC_QPF_FINAL,
-		      "the application disconnected it");
+	if (d->qp_hooks && d->qp_hooks->end) {
+		d->qp_hooks->end(d, qp);
+	} else {
+		nic_qp_set_state(qp, QP_ERROR);
+		nic_qp_ready(d, qp);
+	}
 }
 
 void nic_objs_init(struct emunic_dev *d)

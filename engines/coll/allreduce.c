@@ -159,6 +159,14 @@ static void ar_send_done(struct emunic_coll *c, uint64_t seq)
 		sl->sends_done++;
 }
 
+static bool ar_sent_before(const struct emunic_coll *c, uint64_t seq)
+{
+	for (const struct ar_slot *sl = c->ar->slot; sl < c->ar->slot + AR_SLOTS; sl++)
+		if (sl->seq < seq && sl->sends_done < sl->sends_posted)
+			return false;
+	return true;
+}
+
 /* A timed-out allreduce: which partners' messages are missing. */
 static int ar_late(const struct emunic_coll *c, uint64_t seq, char *buf, size_t len)
 {
@@ -192,6 +200,7 @@ const struct coll_alg coll_allreduce_alg = {
 	.fence = coll_send_fence,
 	.complete = ar_complete,
 	.send_done = ar_send_done,
+	.sent_before = ar_sent_before,
 	.late = ar_late,
 	.fini = ar_fini,
 };

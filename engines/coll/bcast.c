@@ -260,6 +260,14 @@ static void bc_send_done(struct emunic_coll *c, uint64_t seq)
 		sl->sends_done++;
 }
 
+static bool bc_sent_before(const struct emunic_coll *c, uint64_t seq)
+{
+	for (const struct bc_slot *sl = c->bc->slot; sl < c->bc->slot + BC_SLOTS; sl++)
+		if (sl->seq < seq && sl->sends_done < sl->sends_posted)
+			return false;
+	return true;
+}
+
 /* A timed-out bcast: which parent's segments are missing. */
 static int bc_late(const struct emunic_coll *c, uint64_t seq, char *buf, size_t len)
 {
@@ -294,6 +302,7 @@ const struct coll_alg coll_bcast_alg = {
 	.fence = coll_send_fence,
 	.complete = bc_complete,
 	.send_done = bc_send_done,
+	.sent_before = bc_sent_before,
 	.late = bc_late,
 	.fini = bc_fini,
 };

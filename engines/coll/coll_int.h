@@ -83,6 +83,10 @@ struct coll_alg {
 	int (*late)(const struct emunic_coll *c, uint64_t seq, char *buf, size_t len);
 	/* Optional: frees what setup made, after every QP and CQ is gone. */
 	void (*fini)(struct emunic_coll *c);
+	/* Optional: every send of the operations before seq completed (an
+	 * operation may complete here before its sends do).  Without it:
+	 * true. */
+	bool (*sent_before)(const struct emunic_coll *c, uint64_t seq);
 };
 
 struct emunic_coll {
@@ -107,7 +111,8 @@ struct emunic_coll {
 	uint64_t sends_posted, sends_done;
 	int err;			/* first failure; barriers from err_seq on fail */
 	uint64_t err_seq;
-	bool left;			/* its QPs disconnected after the failure (coll_leave) */
+	bool left;			/* its QPs disconnected after the failure (coll_leave_if_failed) */
+	bool stay;			/* the failure is of an operation done here: none of that */
 	int nreq;			/* requests handed out, not yet waited */
 	struct emunic_coll_req *spare;	/* waited requests, for the next post: no allocation a call */
 	bool wait_next;			/* a blocking call posts: its wait follows */
@@ -165,8 +170,8 @@ int coll_mq_start(struct emunic_coll *c, struct emunic_mq_prepared *pl, uint64_t
 int coll_post_lists(struct emunic_coll *c, unsigned n, uint64_t seq);
 /* The fence of struct coll_alg: a WAIT for every send posted so far. */
 int coll_send_fence(struct emunic_coll *c, uint64_t *seq);
-/* After the first failure, once every operation before it is complete:
- * disconnects every QP of c, once. */
+/* After the first failure, once every operation before it is complete and
+ * their sends too: disconnects every QP of c, once. */
 void coll_leave_if_failed(struct emunic_coll *c);
 
 /* barrier.c: the recursive-doubling barrier (schedule.c's) as task lists. */

@@ -177,19 +177,35 @@ int coll_post_lists(struct emunic_coll *c, unsigned n, uint64_t seq)
  * reason. */
 void coll_leave_if_failed(struct emunic_coll *c)
 {
+	char peers[256] = "";
+	size_t off = 0;
 	int n = 0;
 
-	/* Not while an operation before the failed one is in flight: the
-	 * disconnect would fail it too. */
-	if (!c->err || c->left || c->done + 1 < c->err_seq)
+	/* Not while an operation before the failed one, or a send of one, is
+	 * in flight: the disconnect would fail it at a peer, where it was to
+	 * succeed. */
+	if (!c->err || c->left || c->stay || c->done + 1 < c->err_seq ||
+	    (c->alg->sent_before && !c->alg->sent_before(c, c->err_seq)))
 		return;
 	c->left = true;
-	for (int p = 0; c->peer && p < c->size; p++)
-		if (c->peer[p].qp && !emunic_qp_failed(c->peer[p].qp) && !emunic_qp_disconnect(c->peer[p].qp))
-			n++;
+	for (int p = 0; c->peer && p < c->size; p++) {
+		struct emunic_qp *qp = c->peer[p].qp;
+		int r;
+
+		if (!qp || emunic_qp_failed(qp))
+			continue;
+		if ((r = emunic_qp_disconnect(qp))) {
+			coll_err(c, r, "%s %llu failed; disconnecting from peer %d failed too (%d): it learns at "
+				 "its timeout", c->alg->name, (unsigned long long)c->err_seq, p, r);
+			continue;
+		}
+		n++;
+		if (off < sizeof(peers))
+			off += (size_t)snprintf(peers + off, sizeof(peers) - off, " %d", p);
+	}
 	if (n)
-		coll_err(c, 0, "%s %llu failed: disconnecting from %d peer%s, so that %s now, not at %s timeout",
-			 c->alg->name, (unsigned long long)c->err_seq, n, n == 1 ? "" : "s",
+		coll_err(c, 0, "%s %llu failed: disconnecting from peer%s%s, so that %s now, not at %s timeout",
+			 c->alg->name, (unsigned long long)c->err_seq, n == 1 ? "" : "s", peers,
 			 n == 1 ? "it fails" : "they fail", n == 1 ? "its" : "their");
 }
 

@@ -29,6 +29,10 @@ static void set_err(struct emunic_coll *c, uint64_t seq, int err)
 	if (!c->err || seq < c->err_seq) {
 		c->err = err;
 		c->err_seq = seq;
+		/* A send of an operation done here failed (a peer that left
+		 * once it had what it needed): that peer fails on its own if
+		 * it missed something; the others need not. */
+		c->stay = seq <= c->done;
 	}
 	coll_leave_if_failed(c);
 }
@@ -47,8 +51,10 @@ static void on_send_wc(struct emunic_coll *c, const struct emunic_wc *wc)
 	c->sends_done++;
 	if (c->alg->send_done)
 		c->alg->send_done(c, seq);
-	if (wc->status == EMUNIC_WC_SUCCESS)
+	if (wc->status == EMUNIC_WC_SUCCESS) {
+		coll_leave_if_failed(c);	/* waiting for this send, maybe */
 		return;
+	}
 	if (!consequence(c, wc))
 		coll_err(c, 0, "%s %llu: %s to peer %d failed: %s", c->alg->name, (unsigned long long)seq,
 			 emunic_task_op_str(wc->op), wc->peer >= 0 ? wc->peer : (int)(wc->wr_id & COLL_PEER_MASK),

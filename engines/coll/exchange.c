@@ -285,6 +285,14 @@ static void xg_send_done(struct emunic_coll *c, uint64_t seq)
 		sl->sends_done++;
 }
 
+static bool xg_sent_before(const struct emunic_coll *c, uint64_t seq)
+{
+	for (const struct xg_slot *sl = c->xg->slot; sl < c->xg->slot + XG_SLOTS; sl++)
+		if (sl->seq < seq && sl->sends_done < sl->sends_posted)
+			return false;
+	return true;
+}
+
 /* A timed-out operation: the peers whose blocks did not all come. */
 static int xg_late(const struct emunic_coll *c, uint64_t seq, char *buf, size_t len)
 {
@@ -325,7 +333,7 @@ static void xg_fini(struct emunic_coll *c)
 /* One engine, three names (in error lines and the kind check). */
 #define XG_ALG(nm) { .name = nm, .splits = true, .setup = xg_setup, .prepost = xg_prepost, .post = xg_post, \
 		     .fence = coll_send_fence, .complete = xg_complete, .send_done = xg_send_done, \
-		     .late = xg_late, .fini = xg_fini }
+		     .sent_before = xg_sent_before, .late = xg_late, .fini = xg_fini }
 const struct coll_alg coll_alltoall_alg = XG_ALG("alltoall");
 const struct coll_alg coll_allgather_alg = XG_ALG("allgather");
 const struct coll_alg coll_gather_alg = XG_ALG("gather");

@@ -26,7 +26,13 @@
  * signals' acknowledgements, which would add a round trip to every barrier.
  * So a SEND of this rank that failed after its partner's signal arrived is
  * reported by the next barrier (or wait, or test) at the latest: from the
- * first failed barrier on, every barrier fails with that error.
+ * first failed barrier on, every barrier fails with that error.  Once the
+ * operations before the failed one (and their sends) are done, the object
+ * disconnects all its QPs (emunic_qp_disconnect), so that every peer's
+ * operation in flight fails too and each peer does the same: the group
+ * fails within a few hops' time, each rank naming a failure, instead of
+ * at its timeout.  A timeout disconnects nothing (the next call may
+ * succeed).
  */
 #ifndef EMUNIC_COLL_H
 #define EMUNIC_COLL_H

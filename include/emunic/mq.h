@@ -247,13 +247,17 @@ int emunic_qp_failed(const struct emunic_qp *qp);
  * Ends qp's connection for good, as a final completion error would: its
  * work not yet done completes with EMUNIC_WC_WR_FLUSH_ERR (WAITs counting
  * it fail), later work fails, and the peer is told (rdma_disconnect), so
- * that its QP fails too, now rather than at its next timeout.  No
- * reconnection, whatever attr.reconnects says.  The progress core applies
- * it (emunic_qp_failed is nonzero from then on); a QP that failed already
- * is left as it is.  For an application that gives up on a peer, or on a
- * whole group: a collective object that failed disconnects all its QPs
- * (emunic/coll.h).  0; -EINVAL for NULL, a destroyed QP or a call from an
- * event handler.
+ * that its QP fails too, now rather than at its next timeout (a peer QP
+ * with reconnections asks to connect again once it has work, and is
+ * refused).  No reconnection, whatever attr.reconnects says.  The progress
+ * core applies it (emunic_qp_failed is nonzero from then on); a QP that
+ * failed already is left as it is.  A QP being connected is not cut short:
+ * it ends when the connection comes up, or fails with the attempt (one
+ * being made again between attempts is given up at once).  For an
+ * application that gives up on a peer, or on a whole group: a collective
+ * object that failed disconnects all its QPs (emunic/coll.h).  0; -EINVAL
+ * for NULL, a destroyed QP or a call from an event handler; -EIO when the
+ * command ring stayed full (the progress core stuck).
  */
 int emunic_qp_disconnect(struct emunic_qp *qp);
 /* Waits (bounded) until the connection is up: 0, -ETIMEDOUT, -ECONNREFUSED. */

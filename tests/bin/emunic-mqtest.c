@@ -435,14 +435,16 @@ static bool fails_soon(struct emunic_qp *qp)
 static void t_disconnect(void)
 {
 	struct emunic_qp_attr a;
-	struct emunic_qp *other;
+	struct emunic_qp *other, *trig;
 	struct emunic_task t;
 	struct emunic_wc wc;
 
 	/* Rank 0 holds a send (not enabled) and disconnects: its send flushes,
 	 * rank 1's QP fails at once (its receives flush), and the pair's other
 	 * QP still carries a send.  NULL is EINVAL; a second call leaves the
-	 * failed QP as it is. */
+	 * failed QP as it is.  A triggered QP that would be connected again
+	 * (reconnects 4) stays failed: the flushes that follow its own
+	 * disconnect are not made good. */
 	setup(T->rank == 0 ? EMUNIC_QP_MANAGED_SEND : 0, 7);
 	emunic_qp_attr_init(&a);
 	a.send_cq = T->scq;
@@ -450,6 +452,12 @@ static void t_disconnect(void)
 	a.pair_key = 5;
 	CHECK(!emunic_qp_create(T->dev, 1 - T->rank, &a, &other) && !emunic_qp_wait_connected(other, 30000),
 	      "a second QP (pair key 5)");
+	emunic_qp_attr_init(&a);
+	a.flags = EMUNIC_QP_TRIGGERED;
+	a.reconnects = 4;
+	a.pair_key = 6;
+	CHECK(!emunic_qp_create(T->dev, 1 - T->rank, &a, &trig) && !emunic_qp_wait_connected(trig, 30000),
+	      "a triggered QP with reconnections (pair key 6)");
 	if (T->rank == 1) {
 		recvs(2);
 		t = data(EMUNIC_TASK_RECV, 9);
@@ -466,6 +474,10 @@ static void t_disconnect(void)
 		CHECK(wc.status == EMUNIC_WC_WR_FLUSH_ERR, "the held send completed with %s, not flushed",
 		      emunic_wc_status_str(wc.status));
 		CHECK(emunic_qp_disconnect(T->qp) == 0 && emunic_qp_failed(T->qp), "a second disconnect");
+		CHECK(emunic_qp_disconnect(trig) == 0 && fails_soon(trig), "the triggered QP did not fail");
+		ms(1000);
+		CHECK(emunic_qp_failed(trig) && emunic_qp_reconnects(trig) == 0,
+		      "the disconnected triggered QP came back (%u reconnections)", emunic_qp_reconnects(trig));
 		CHECK(emunic_qp_connected(other), "the other QP went down with the disconnected one");
 		t = data(EMUNIC_TASK_SEND, 9);
 		t.qp = other;
