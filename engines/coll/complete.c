@@ -23,16 +23,21 @@ static int status_errno(int status)
 	}
 }
 
-/* Barriers from seq on report err; the first failure is the one kept. */
-static void set_err(struct emunic_coll *c, uint64_t seq, int err)
+/* Operations from seq on fail with status's error; the first failure is
+ * the one kept. */
+static void set_err(struct emunic_coll *c, uint64_t seq, int status)
 {
 	if (!c->err || seq < c->err_seq) {
-		c->err = err;
+		c->err = status_errno(status);
 		c->err_seq = seq;
-		/* A send of an operation done here failed (a peer that left
-		 * once it had what it needed): that peer fails on its own if
-		 * it missed something; the others need not. */
-		c->stay = seq <= c->done;
+		/* A send of an operation done here flushed: its QP failed
+		 * under it, as when a peer left once it had what it needed (at
+		 * the end of a job).  That peer fails on its own if it missed
+		 * something; the others need not.  A send that failed (a
+		 * fault) disconnects as any failure does: an operation done
+		 * here (a bcast's forward, enabled) may not be done at its
+		 * peers. */
+		c->stay = seq <= c->done && status == EMUNIC_WC_WR_FLUSH_ERR;
 	}
 	coll_leave_if_failed(c);
 }
@@ -59,7 +64,7 @@ static void on_send_wc(struct emunic_coll *c, const struct emunic_wc *wc)
 		coll_err(c, 0, "%s %llu: %s to peer %d failed: %s", c->alg->name, (unsigned long long)seq,
 			 emunic_task_op_str(wc->op), wc->peer >= 0 ? wc->peer : (int)(wc->wr_id & COLL_PEER_MASK),
 			 emunic_wc_status_str(wc->status));
-	set_err(c, seq, status_errno(wc->status));
+	set_err(c, seq, wc->status);
 }
 
 static void on_mq_wc(struct emunic_coll *c, const struct emunic_wc *wc)
@@ -83,7 +88,7 @@ static void on_mq_wc(struct emunic_coll *c, const struct emunic_wc *wc)
 		coll_err(c, 0, "%s %llu: %s for peer %d failed: %s", c->alg->name, (unsigned long long)seq,
 			 emunic_task_op_str(wc->op), peer, emunic_wc_status_str(wc->status));
 	}
-	set_err(c, seq, status_errno(wc->status));
+	set_err(c, seq, wc->status);
 }
 
 /* The send CQ is drained only when its count moved since the last drain
