@@ -156,7 +156,7 @@ key=image-$(echo "$built_from" | sha1sum | cut -c1-16)
 put_image() {
     [ -n "$cache" ] && [ -f "$out/vmlinux" ] || return 0
     if [ -d "$cache/$key" ]; then
-        [ ! -f "$cache/$key/vmlinux" ] || { touch "$cache/$key" 2>/dev/null; return 0; }   # used last
+        [ ! -f "$cache/$key/vmlinux" ] || { touch "$cache/$key" 2>/dev/null || true; return 0; }   # used last
         rm -rf "$cache/$key" 2>/dev/null || return 0    # an older build's, without vmlinux
     fi
     local t="$cache/$key.tmp.$$" f
@@ -182,6 +182,10 @@ prune_cache() {
     { ls -t "$cache"/siw-*.ko 2>/dev/null | tail -n +3 |
         while IFS= read -r f; do rm -f -- "$f"; done; } || true
     find "$cache" -maxdepth 1 -name '*.tmp.*' -mmin +60 -exec rm -rf -- {} + 2>/dev/null || true
+    # a kernel version whose .deb is not here (cached without apt lists, or pruned)
+    for f in "$cache"/*.deb.kver; do
+        { [ -e "$f" ] && [ ! -e "${f%.kver}" ] && rm -f -- "$f"; } || true
+    done
 }
 if [ -f "$out/vmlinuz" ] && [ -f "$out/initramfs.cpio.gz" ] &&
    [ "$(cat "$stamp" 2>/dev/null)" = "$built_from" ]; then

@@ -19,7 +19,8 @@ CHECKS = {
     "rnr": "a receive not yet enabled makes the sender see RNR (rnr_retry 0)",
     "invalid": "invalid lists are rejected and leave the MQ usable",
     "close_inflight": "closing the device with work in flight cancels it and returns",
-    "disconnect": "emunic_qp_disconnect fails the QP for good (its held send flushes) and tells the peer, "
+    "disconnect": "emunic_qp_disconnect fails the QP for good (its held send flushes; one still waiting for "
+                  "its peer fails at once) and tells the peer, "
                   "whose QP fails at once; the pair's other QP carries on; NULL is EINVAL, a second call "
                   "changes nothing",
     "wait_error": "a failed completion counted by an unsignaled WAIT surfaces on the MQ with its status",

@@ -97,6 +97,15 @@ void conn_end(struct emunic_dev *d, struct emunic_qp *qp)
 		return;
 	c->left = 0;
 	c->end_asked = true;
+	if ((c->st == CONN_CONNECTING || c->st == CONN_RECONNECTING) && !c->id) {
+		/* No attempt under way (waiting for the peer's request, or
+		 * for work): no event to race, so it fails now; a request
+		 * that comes later is refused (the QP is FAILED). */
+		conn_set(qp, CONN_FAILED);
+		nic_qp_give_up(qp, EMUNIC_WC_WR_FLUSH_ERR);
+		cm_refuse_parked(d, qp);
+		return;
+	}
 	if (c->st != CONN_UP) {
 		if (conn_down(c))
 			conn_busy(d, qp);	/* rc_step gives it up between attempts */

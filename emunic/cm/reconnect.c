@@ -47,8 +47,13 @@ bool rc_fail(struct emunic_dev *d, struct emunic_qp *qp, int status, unsigned ho
 		nic_qp_set_state(qp, QP_ERROR);
 		return false;
 	}
-	if (c->st == CONN_FAILED)
-		return false;	/* for good: a later error (a flushed arrival) changes nothing */
+	if (c->st == CONN_FAILED) {
+		/* For good: a later error (a flushed arrival) changes
+		 * nothing, but one that is news tells the peer, once. */
+		if (how & NIC_QPF_DISCONNECT)
+			conn_disconnect(qp);
+		return false;
+	}
 	if (conn_down(c))
 		return true;	/* already being made again */
 	if (!can_reconnect(d, qp)) {

@@ -162,7 +162,7 @@ static void ar_send_done(struct emunic_coll *c, uint64_t seq)
 static bool ar_sent_before(const struct emunic_coll *c, uint64_t seq)
 {
 	for (const struct ar_slot *sl = c->ar->slot; sl < c->ar->slot + AR_SLOTS; sl++)
-		if (sl->seq < seq && sl->sends_done < sl->sends_posted)
+		if (sl->seq && sl->seq < seq && sl->sends_done < sl->sends_posted)	/* seq 0: unused */
 			return false;
 	return true;
 }

@@ -263,7 +263,7 @@ static void bc_send_done(struct emunic_coll *c, uint64_t seq)
 static bool bc_sent_before(const struct emunic_coll *c, uint64_t seq)
 {
 	for (const struct bc_slot *sl = c->bc->slot; sl < c->bc->slot + BC_SLOTS; sl++)
-		if (sl->seq < seq && sl->sends_done < sl->sends_posted)
+		if (sl->seq && sl->seq < seq && sl->sends_done < sl->sends_posted)	/* seq 0: unused */
 			return false;
 	return true;
 }

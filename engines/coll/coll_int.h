@@ -112,7 +112,7 @@ struct emunic_coll {
 	int err;			/* first failure; barriers from err_seq on fail */
 	uint64_t err_seq;
 	bool left;			/* its QPs disconnected after the failure (coll_leave_if_failed) */
-	bool stay;			/* the failure is of an operation done here: none of that */
+	uint64_t leave_seq;		/* the first failure the group is told of (0: none) */
 	int nreq;			/* requests handed out, not yet waited */
 	struct emunic_coll_req *spare;	/* waited requests, for the next post: no allocation a call */
 	bool wait_next;			/* a blocking call posts: its wait follows */

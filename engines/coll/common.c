@@ -154,6 +154,8 @@ int coll_post_lists(struct emunic_coll *c, unsigned n, uint64_t seq)
 				c->err = -EIO;
 				c->err_seq = seq;
 			}
+			if (!c->leave_seq || seq < c->leave_seq)
+				c->leave_seq = seq;
 			coll_err(c, -EIO, "%s %llu: %u of its %u tasks were posted, the rest failed (%d): "
 				 "it and every later one fail", c->alg->name, (unsigned long long)seq, at, n, r);
 			coll_leave_if_failed(c);
@@ -184,8 +186,8 @@ void coll_leave_if_failed(struct emunic_coll *c)
 	/* Not while an operation before the failed one, or a send of one, is
 	 * in flight: the disconnect would fail it at a peer, where it was to
 	 * succeed. */
-	if (!c->err || c->left || c->stay || c->done + 1 < c->err_seq ||
-	    (c->alg->sent_before && !c->alg->sent_before(c, c->err_seq)))
+	if (!c->leave_seq || c->left || c->done + 1 < c->leave_seq ||
+	    (c->alg->sent_before && !c->alg->sent_before(c, c->leave_seq)))
 		return;
 	c->left = true;
 	for (int p = 0; c->peer && p < c->size; p++) {
@@ -196,7 +198,7 @@ void coll_leave_if_failed(struct emunic_coll *c)
 			continue;
 		if ((r = emunic_qp_disconnect(qp))) {
 			coll_err(c, r, "%s %llu failed; disconnecting from peer %d failed too (%d): it learns at "
-				 "its timeout", c->alg->name, (unsigned long long)c->err_seq, p, r);
+				 "its timeout", c->alg->name, (unsigned long long)c->leave_seq, p, r);
 			continue;
 		}
 		n++;
@@ -205,7 +207,7 @@ void coll_leave_if_failed(struct emunic_coll *c)
 	}
 	if (n)
 		coll_err(c, 0, "%s %llu failed: disconnecting from peer%s%s, so that %s now, not at %s timeout",
-			 c->alg->name, (unsigned long long)c->err_seq, n == 1 ? "" : "s", peers,
+			 c->alg->name, (unsigned long long)c->leave_seq, n == 1 ? "" : "s", peers,
 			 n == 1 ? "it fails" : "they fail", n == 1 ? "its" : "their");
 }
 

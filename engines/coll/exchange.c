@@ -288,7 +288,7 @@ static void xg_send_done(struct emunic_coll *c, uint64_t seq)
 static bool xg_sent_before(const struct emunic_coll *c, uint64_t seq)
 {
 	for (const struct xg_slot *sl = c->xg->slot; sl < c->xg->slot + XG_SLOTS; sl++)
-		if (sl->seq < seq && sl->sends_done < sl->sends_posted)
+		if (sl->seq && sl->seq < seq && sl->sends_done < sl->sends_posted)	/* seq 0: unused */
 			return false;
 	return true;
 }

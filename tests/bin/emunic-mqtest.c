@@ -435,7 +435,7 @@ static bool fails_soon(struct emunic_qp *qp)
 static void t_disconnect(void)
 {
 	struct emunic_qp_attr a;
-	struct emunic_qp *other, *trig;
+	struct emunic_qp *other, *trig, *lone;
 	struct emunic_task t;
 	struct emunic_wc wc;
 
@@ -444,7 +444,8 @@ static void t_disconnect(void)
 	 * QP still carries a send.  NULL is EINVAL; a second call leaves the
 	 * failed QP as it is.  A triggered QP that would be connected again
 	 * (reconnects 4) stays failed: the flushes that follow its own
-	 * disconnect are not made good. */
+	 * disconnect are not made good.  One still waiting to be connected
+	 * fails at once. */
 	setup(T->rank == 0 ? EMUNIC_QP_MANAGED_SEND : 0, 7);
 	emunic_qp_attr_init(&a);
 	a.send_cq = T->scq;
@@ -478,6 +479,16 @@ static void t_disconnect(void)
 		ms(1000);
 		CHECK(emunic_qp_failed(trig) && emunic_qp_reconnects(trig) == 0,
 		      "the disconnected triggered QP came back (%u reconnections)", emunic_qp_reconnects(trig));
+		/* A QP waiting for its peer's request (rank 0 waits for the
+		 * higher rank's; rank 1 never makes this one): no attempt
+		 * under way, so it fails at once. */
+		emunic_qp_attr_init(&a);
+		a.send_cq = T->scq;
+		a.recv_cq = T->rcq;
+		a.pair_key = 8;
+		CHECK(!emunic_qp_create(T->dev, 1, &a, &lone), "a QP the peer never makes (pair key 8)");
+		CHECK(!emunic_qp_connected(lone) && emunic_qp_disconnect(lone) == 0 && fails_soon(lone),
+		      "a QP waiting for its peer's request did not fail at its disconnect");
 		CHECK(emunic_qp_connected(other), "the other QP went down with the disconnected one");
 		t = data(EMUNIC_TASK_SEND, 9);
 		t.qp = other;
