@@ -23,6 +23,9 @@ CHECKS = {
                   "its peer fails at once) and tells the peer, "
                   "whose QP fails at once; the pair's other QP carries on; NULL is EINVAL, a second call "
                   "changes nothing",
+    "disconnect_connecting": "emunic_qp_disconnect while the connection is being made does not cut the attempt "
+                             "short: the QP ends once it is up (the peer holds the request 1.5 s), and the "
+                             "peer's QP, up with it, fails",
     "wait_error": "a failed completion counted by an unsignaled WAIT surfaces on the MQ with its status",
     "wait_before_failure": "a WAIT met by the successes before a failure succeeds; one counting it fails",
     "wait_next": "a list posted EMUNIC_POST_WAIT_NEXT whose wait never comes still runs (the core); "

@@ -88,6 +88,7 @@ void conn_set(struct emunic_qp *qp, enum conn_state st);
 void conn_busy(struct emunic_dev *d, struct emunic_qp *qp);
 void conn_up(struct emunic_dev *d, struct emunic_qp *qp);
 void conn_end(struct emunic_dev *d, struct emunic_qp *qp);
+void conn_fail_final(struct emunic_dev *d, struct emunic_qp *qp, int status);
 void conn_disconnect(struct emunic_qp *qp);
 int conn_create_vqp(struct emunic_dev *d, struct emunic_qp *qp);
 /* qp's verbs QP to INIT, RTR or RTS on id, through the device interface. */

@@ -81,14 +81,29 @@ void conn_up(struct emunic_dev *d, struct emunic_qp *qp)
 	}
 }
 
-/* The application ends the connection for good (emunic_qp_disconnect).  Up:
- * the peer is told (rdma_disconnect), the work fails as after a final
- * failure, and a request the peer parked here is refused (a later one is
- * too: the QP is FAILED).  Being made again: given up at the reconnection
- * unit's next step with no attempt under way (rc_step).  An attempt under
- * way (the first connection, or one made again) is not cut short, which
- * would race its own events: the connection ends when it comes up
- * (conn_up), and a failure before that is final. */
+/* Fails qp for good with status: its work completes with it, and a request
+ * the peer parked here is refused (a later one is too: the QP is FAILED).
+ * The end of every connection that is not made again: an attempt given up
+ * (reconnect.c) or the application's disconnect (conn_end). */
+void conn_fail_final(struct emunic_dev *d, struct emunic_qp *qp, int status)
+{
+	conn_of(qp)->left = 0;
+	conn_set(qp, CONN_FAILED);
+	nic_qp_give_up(qp, status);
+	cm_refuse_parked(d, qp);
+}
+
+/* The application ends the connection for good (emunic_qp_disconnect):
+ *   - UP: the peer is told (rdma_disconnect) and the work fails as after a
+ *     final failure;
+ *   - no attempt under way (CONNECTING waiting for the peer's request,
+ *     RECONNECTING waiting for work or for the next try): no event to race,
+ *     so it fails now;
+ *   - TEARDOWN: given up once torn down, at the reconnection unit's next
+ *     step (rc_step);
+ *   - an attempt under way (the first connection, or one made again): not
+ *     cut short, which would race its own events; it ends when it comes up
+ *     (conn_up), and a failure before that is final (rc_attempt_failed). */
 void conn_end(struct emunic_dev *d, struct emunic_qp *qp)
 {
 	struct qp_conn *c = conn_of(qp);
@@ -98,12 +113,7 @@ void conn_end(struct emunic_dev *d, struct emunic_qp *qp)
 	c->left = 0;
 	c->end_asked = true;
 	if ((c->st == CONN_CONNECTING || c->st == CONN_RECONNECTING) && !c->id) {
-		/* No attempt under way (waiting for the peer's request, or
-		 * for work): no event to race, so it fails now; a request
-		 * that comes later is refused (the QP is FAILED). */
-		conn_set(qp, CONN_FAILED);
-		nic_qp_give_up(qp, EMUNIC_WC_WR_FLUSH_ERR);
-		cm_refuse_parked(d, qp);
+		conn_fail_final(d, qp, EMUNIC_WC_WR_FLUSH_ERR);
 		return;
 	}
 	if (c->st != CONN_UP) {

@@ -105,10 +105,7 @@ static void give_up(struct emunic_qp *qp, const char *why)
 
 	nic_notice(d, "peer %d qp " NIC_QP_FMT ": reconnecting failed (%s): its work fails with %s", qp->peer,
 		   NIC_QP_ARG(qp), why, emunic_wc_status_str(c->status));
-	c->left = 0;
-	conn_set(qp, CONN_FAILED);
-	nic_qp_give_up(qp, c->status);
-	cm_refuse_parked(d, qp);
+	conn_fail_final(d, qp, c->status);
 }
 
 void rc_bury_id(struct emunic_qp *qp)

@@ -503,6 +503,46 @@ static void t_disconnect(void)
 	sync_ranks();
 }
 
+/* Runs with EMUNIC_ACCEPT_DELAY_MS (the check's env below): rank 0, the
+ * lower rank, holds rank 1's connection request that long. */
+#define ACCEPT_DELAY_MS 1500
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+static void t_disconnect_connecting(void)
+{
+	struct emunic_qp_attr a;
+	struct emunic_qp *qp;
+	struct timespec t0, t1;
+	long waited;
+
+	/* Rank 1 connects (the higher rank of a static pair) and asks for
+	 * the disconnect while its attempt is under way: the attempt is not
+	 * cut short; the QP ends when the connection comes up, and rank 0,
+	 * whose QP came up with it, is told. */
+	CHECK(!emunic_cq_create(T->dev, 64, 0, &T->scq) && !emunic_cq_create(T->dev, 64, 0, &T->rcq), "cq");
+	emunic_qp_attr_init(&a);
+	a.send_cq = T->scq;
+	a.recv_cq = T->rcq;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	CHECK(!emunic_qp_create(T->dev, 1 - T->rank, &a, &qp), "qp_create");
+	if (T->rank == 1) {
+		CHECK(!emunic_qp_connected(qp) && emunic_qp_disconnect(qp) == 0,
+		      "a disconnect while the connection was being made");
+		CHECK(!emunic_qp_failed(qp), "the attempt under way was cut short: the QP failed at once");
+	}
+	for (int i = 0; i < 2 * ACCEPT_DELAY_MS / 10 + 500 && !emunic_qp_failed(qp); i++)
+		ms(10);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	waited = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	CHECK(emunic_qp_failed(qp), "the QP %s within %ld ms", T->rank ? "asked to disconnect stayed up" :
+	      "whose peer disconnected it did not fail", waited);
+	CHECK(waited >= ACCEPT_DELAY_MS - 100, "the QP failed after %ld ms, before the held request was "
+	      "answered (%d ms): the attempt under way was cut short", waited, ACCEPT_DELAY_MS);
+	sync_ranks();
+	emunic_qp_destroy(qp);
+}
+
 static void t_close_inflight(void)
 {
 	/* Work that can never finish (held sends, a WAIT that will not be
@@ -1167,6 +1207,12 @@ static const struct { const char *name; void (*fn)(void); unsigned needs; } chec
 	{ "quiet_handover", t_quiet_handover, 0 }, { "lazy_start", t_lazy_start, 0 },
 	{ "post_lists", t_post_lists, 0 }, { "unsupported", t_unsupported, 0 }, { "pair_key", t_pair_key, 0 },
 	{ "prepared", t_prepared, 0 }, { "prepared_rules", t_prepared_rules, 0 }, { "disconnect", t_disconnect, 0 },
+	{ "disconnect_connecting", t_disconnect_connecting, 0 },
+};
+
+/* What a check needs in the environment, set before the device opens. */
+static const struct { const char *name, *env; } check_env[] = {
+	{ "disconnect_connecting", "EMUNIC_ACCEPT_DELAY_MS=" STR(ACCEPT_DELAY_MS) },
 };
 
 int main(int argc, char **argv)
@@ -1185,6 +1231,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "emunic-mqtest: no check named %s\n", argv[1]);
 		return 2;
 	}
+	for (size_t e = 0; e < sizeof(check_env) / sizeof(check_env[0]); e++)
+		if (!strcmp(check_env[e].name, argv[1]))
+			CHECK(!putenv((char *)check_env[e].env), "putenv %s", check_env[e].env);
 	CHECK(!emunic_boot_init(&t.boot), "bootstrap");
 	t.rank = emunic_boot_rank(t.boot);
 	CHECK(emunic_boot_size(t.boot) == 2, "needs exactly 2 ranks");
