@@ -178,11 +178,12 @@ prune_cache() {
     { ls -dt "$cache"/image-* 2>/dev/null | grep -v '\.tmp\.' | tail -n +4 |
         while IFS= read -r f; do rm -rf -- "$f"; done; } || true
     { ls -t "$cache"/linux-image-*_amd64.deb 2>/dev/null | tail -n +3 |
-        while IFS= read -r f; do rm -f -- "$f" "$f.kver"; done; } || true
+        while IFS= read -r f; do rm -f -- "$f"; done; } || true
     { ls -t "$cache"/siw-*.ko 2>/dev/null | tail -n +3 |
         while IFS= read -r f; do rm -f -- "$f"; done; } || true
     find "$cache" -maxdepth 1 -name '*.tmp.*' -mmin +60 -exec rm -rf -- {} + 2>/dev/null || true
-    # a kernel version whose .deb is not here (cached without apt lists, or pruned)
+    # a kernel version whose .deb is not here (pruned above, or cached
+    # without apt lists)
     for f in "$cache"/*.deb.kver; do
         { [ -e "$f" ] && [ ! -e "${f%.kver}" ] && rm -f -- "$f"; } || true
     done

@@ -105,7 +105,7 @@ static int ar_post(struct emunic_coll *c, const struct coll_args *a, uint64_t *s
 		return 0;
 	}
 	/* The slot must be free: its last allreduce done, its sends read. */
-	if (c->posted - c->done >= AR_INFLIGHT || sl->sends_done < sl->sends_posted)
+	if (c->posted - c->done >= AR_INFLIGHT || !coll_sends_done(c, sl->seq))
 		return -ENOSPC;
 	rsag = bytes >= ar->rsag;
 	if (bytes)
@@ -120,12 +120,10 @@ static int ar_post(struct emunic_coll *c, const struct coll_args *a, uint64_t *s
 	sl->seq = s;
 	sl->rbuf = a->rbuf;
 	sl->bytes = bytes;
-	sl->sends_posted = nsends;
-	sl->sends_done = 0;
 	sl->copy_from = ar->extra ? coll_ar_buf(c, s, AR_TMP, 0) : rsag ? coll_ar_buf(c, s, AR_SRC, 0) : NULL;
 	count_msgs(c, sl, rsag);
 	c->posted = s;
-	c->sends_posted += nsends;
+	coll_sends_add(c, s, nsends);
 	*seq = s;
 	return 0;
 }
@@ -149,22 +147,6 @@ static void ar_complete(struct emunic_coll *c, uint64_t seq)
 
 	if (sl->seq == seq && sl->copy_from && sl->bytes)
 		memcpy(sl->rbuf, sl->copy_from, sl->bytes);
-}
-
-static void ar_send_done(struct emunic_coll *c, uint64_t seq)
-{
-	struct ar_slot *sl = &c->ar->slot[seq % AR_SLOTS];
-
-	if (sl->seq == seq)
-		sl->sends_done++;
-}
-
-static bool ar_sent_before(const struct emunic_coll *c, uint64_t seq)
-{
-	for (const struct ar_slot *sl = c->ar->slot; sl < c->ar->slot + AR_SLOTS; sl++)
-		if (sl->seq && sl->seq < seq && sl->sends_done < sl->sends_posted)	/* seq 0: unused */
-			return false;
-	return true;
 }
 
 /* A timed-out allreduce: which partners' messages are missing. */
@@ -199,8 +181,6 @@ const struct coll_alg coll_allreduce_alg = {
 	.post = ar_post,
 	.fence = coll_send_fence,
 	.complete = ar_complete,
-	.send_done = ar_send_done,
-	.sent_before = ar_sent_before,
 	.late = ar_late,
 	.fini = ar_fini,
 };

@@ -19,7 +19,6 @@ struct ar_slot {
 	void *rbuf;
 	size_t bytes;
 	const void *copy_from;		/* the result, where not rbuf */
-	uint64_t sends_posted, sends_done;
 	uint64_t need[AR_MAX_STEPS];	/* by step: its peer's messages through this one */
 	unsigned nmsg[AR_MAX_STEPS];	/* ... of which this one's */
 };

@@ -140,7 +140,7 @@ static int barrier_post(struct emunic_coll *c, const struct coll_args *a, uint64
 		return coll_err(c, r, "barrier %llu: posting its %u-task list failed (%d)",
 				(unsigned long long)s, n, r);
 	c->posted = s;
-	c->sends_posted += (uint64_t)count_sends(c);
+	coll_sends_add(c, s, count_sends(c));
 	*seq = s;
 	return 0;
 }

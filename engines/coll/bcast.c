@@ -45,7 +45,6 @@ struct bc_slot {
 	unsigned nseg;
 	void *buf;			/* the caller's */
 	size_t bytes;
-	uint64_t sends_posted, sends_done;
 };
 
 struct coll_bc {
@@ -131,7 +130,7 @@ static bool give_back(struct emunic_coll *c, uint64_t seq)
 
 	if (sl->seq != seq)
 		return true;		/* it holds nothing */
-	if (sl->sends_done < sl->sends_posted)
+	if (!coll_sends_done(c, seq))
 		return false;
 	if (sl->parent >= 0)
 		bc->rs.ring[sl->parent].freed += sl->nseg;
@@ -223,10 +222,9 @@ static int bc_post(struct emunic_coll *c, const struct coll_args *a, uint64_t *s
 	coll_rings_commit(&bc->rs, c->size);
 	if (parent >= 0)
 		bc->rs.ring[parent].used += next.nseg;
-	next.sends_posted = nsends;
 	bc->slot[s % BC_SLOTS] = next;
 	c->posted = s;
-	c->sends_posted += nsends;
+	coll_sends_add(c, s, nsends);
 	*seq = s;
 	return 0;
 }
@@ -250,22 +248,6 @@ static void bc_complete(struct emunic_coll *c, uint64_t seq)
 
 		memcpy((unsigned char *)sl->buf + off, entry(bc, sl->parent, sl->first + i), len);
 	}
-}
-
-static void bc_send_done(struct emunic_coll *c, uint64_t seq)
-{
-	struct bc_slot *sl = &c->bc->slot[seq % BC_SLOTS];
-
-	if (sl->seq == seq)
-		sl->sends_done++;
-}
-
-static bool bc_sent_before(const struct emunic_coll *c, uint64_t seq)
-{
-	for (const struct bc_slot *sl = c->bc->slot; sl < c->bc->slot + BC_SLOTS; sl++)
-		if (sl->seq && sl->seq < seq && sl->sends_done < sl->sends_posted)	/* seq 0: unused */
-			return false;
-	return true;
 }
 
 /* A timed-out bcast: which parent's segments are missing. */
@@ -301,8 +283,6 @@ const struct coll_alg coll_bcast_alg = {
 	.post = bc_post,
 	.fence = coll_send_fence,
 	.complete = bc_complete,
-	.send_done = bc_send_done,
-	.sent_before = bc_sent_before,
 	.late = bc_late,
 	.fini = bc_fini,
 };

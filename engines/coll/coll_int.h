@@ -75,18 +75,20 @@ struct coll_alg {
 	int (*fence)(struct emunic_coll *c, uint64_t *seq);
 	/* Optional: operation seq completed (on the app's thread). */
 	void (*complete)(struct emunic_coll *c, uint64_t seq);
-	/* Optional: a send of operation seq completed (or failed). */
-	void (*send_done)(struct emunic_coll *c, uint64_t seq);
 	/* Optional: names what timed-out operation seq still waits for
 	 * (" PEER (...)" per peer) into buf; returns the length written.
 	 * Without it the steps' partners are named (one signal each). */
 	int (*late)(const struct emunic_coll *c, uint64_t seq, char *buf, size_t len);
 	/* Optional: frees what setup made, after every QP and CQ is gone. */
 	void (*fini)(struct emunic_coll *c);
-	/* Optional: every send of the operations before seq completed (an
-	 * operation may complete here before its sends do).  Without it:
-	 * true. */
-	bool (*sent_before)(const struct emunic_coll *c, uint64_t seq);
+};
+
+/* One operation's sends, in c->sent at seq % COLL_MAX_INFLIGHT: an
+ * operation may complete here before its sends do (a bcast's forward, a
+ * signal whose ACK comes later), and what they read must stay until then. */
+struct coll_sent {
+	uint64_t seq;			/* 0: unused */
+	uint32_t posted, done;
 };
 
 struct emunic_coll {
@@ -109,6 +111,7 @@ struct emunic_coll {
 	unsigned inflight;		/* lists in flight at most (0: COLL_MAX_INFLIGHT) */
 	uint64_t posted, done;		/* barrier sequence numbers, from 1 */
 	uint64_t sends_posted, sends_done;
+	struct coll_sent sent[COLL_MAX_INFLIGHT];	/* by operation (coll_sends_add) */
 	int err;			/* first failure; barriers from err_seq on fail */
 	uint64_t err_seq;
 	bool left;			/* its QPs disconnected after the failure (coll_leave_if_failed) */
@@ -168,6 +171,18 @@ int coll_mq_post(struct emunic_coll *c, const struct emunic_task *t, unsigned n)
  * the same flag rule. */
 int coll_mq_start(struct emunic_coll *c, struct emunic_mq_prepared *pl, uint64_t seq);
 int coll_post_lists(struct emunic_coll *c, unsigned n, uint64_t seq);
+/* Operation seq, just posted, has n sends (every algorithm's post says so). */
+void coll_sends_add(struct emunic_coll *c, uint64_t seq, unsigned n);
+/* A send of operation seq completed (or failed). */
+void coll_send_completed(struct emunic_coll *c, uint64_t seq);
+/* Every send of operation seq completed: what they read may be reused.
+ * True for seq 0, one with no sends, and one no longer held (its entry
+ * went to a later operation only once they had: coll_sends_room). */
+bool coll_sends_done(const struct emunic_coll *c, uint64_t seq);
+/* Operation seq may take its entry: the one that held it sent all. */
+bool coll_sends_room(const struct emunic_coll *c, uint64_t seq);
+/* Every send of every operation before seq completed. */
+bool coll_sent_before(const struct emunic_coll *c, uint64_t seq);
 /* The fence of struct coll_alg: a WAIT for every send posted so far. */
 int coll_send_fence(struct emunic_coll *c, uint64_t *seq);
 /* After the first failure, once every operation before it is complete and

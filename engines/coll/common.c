@@ -186,8 +186,7 @@ void coll_leave_if_failed(struct emunic_coll *c)
 	/* Not while an operation before the failed one, or a send of one, is
 	 * in flight: the disconnect would fail it at a peer, where it was to
 	 * succeed. */
-	if (!c->leave_seq || c->left || c->done + 1 < c->leave_seq ||
-	    (c->alg->sent_before && !c->alg->sent_before(c, c->leave_seq)))
+	if (!c->leave_seq || c->left || c->done + 1 < c->leave_seq || !coll_sent_before(c, c->leave_seq))
 		return;
 	c->left = true;
 	for (int p = 0; c->peer && p < c->size; p++) {
@@ -209,6 +208,41 @@ void coll_leave_if_failed(struct emunic_coll *c)
 		coll_err(c, 0, "%s %llu failed: disconnecting from peer%s%s, so that %s now, not at %s timeout",
 			 c->alg->name, (unsigned long long)c->leave_seq, n == 1 ? "" : "s", peers,
 			 n == 1 ? "it fails" : "they fail", n == 1 ? "its" : "their");
+}
+
+void coll_sends_add(struct emunic_coll *c, uint64_t seq, unsigned n)
+{
+	c->sent[seq % COLL_MAX_INFLIGHT] = (struct coll_sent){ .seq = seq, .posted = n };
+	c->sends_posted += n;
+}
+
+void coll_send_completed(struct emunic_coll *c, uint64_t seq)
+{
+	struct coll_sent *e = &c->sent[seq % COLL_MAX_INFLIGHT];
+
+	c->sends_done++;
+	if (e->seq == seq)
+		e->done++;
+}
+
+bool coll_sends_done(const struct emunic_coll *c, uint64_t seq)
+{
+	const struct coll_sent *e = &c->sent[seq % COLL_MAX_INFLIGHT];
+
+	return e->seq != seq || e->done >= e->posted;
+}
+
+bool coll_sends_room(const struct emunic_coll *c, uint64_t seq)
+{
+	return coll_sends_done(c, c->sent[seq % COLL_MAX_INFLIGHT].seq);
+}
+
+bool coll_sent_before(const struct emunic_coll *c, uint64_t seq)
+{
+	for (const struct coll_sent *e = c->sent; e < c->sent + COLL_MAX_INFLIGHT; e++)
+		if (e->seq && e->seq < seq && e->done < e->posted)
+			return false;
+	return true;
 }
 
 /* Destroy's fence: completes once every send this rank posted completed

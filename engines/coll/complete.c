@@ -53,9 +53,7 @@ static void on_send_wc(struct emunic_coll *c, const struct emunic_wc *wc)
 {
 	uint64_t seq = wc->wr_id >> COLL_PEER_BITS;
 
-	c->sends_done++;
-	if (c->alg->send_done)
-		c->alg->send_done(c, seq);
+	coll_send_completed(c, seq);
 	if (wc->status == EMUNIC_WC_SUCCESS) {
 		coll_leave_if_failed(c);	/* waiting for this send, maybe */
 		return;

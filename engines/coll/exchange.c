@@ -48,7 +48,7 @@ struct xg_slot {
 	void *rbuf;			/* the caller's; NULL: nothing lands here */
 	uint64_t *first;		/* by peer: its first message of this operation */
 	unsigned *segs;			/* by peer: its messages in it (0: it sends none here) */
-	uint64_t sends_posted, sends_done;
+	unsigned nsends;		/* its sends (build_list) */
 };
 
 struct coll_xg {
@@ -130,7 +130,7 @@ static bool give_back(struct emunic_coll *c, uint64_t seq)
 
 	if (sl->seq != seq)
 		return true;		/* it holds nothing */
-	if (sl->sends_done < sl->sends_posted)
+	if (!coll_sends_done(c, seq))
 		return false;
 	for (int q = 0; q < c->size; q++)
 		x->rs.ring[q].freed += sl->segs[q];
@@ -143,7 +143,7 @@ static void build_list(struct emunic_coll *c, unsigned *n, struct xg_slot *sl)
 {
 	struct coll_xg *x = c->xg;
 
-	sl->sends_posted = 0;
+	sl->nsends = 0;
 	for (int s = 1; s < c->size; s++) {
 		struct coll_xstep st;
 		struct emunic_task *t;
@@ -155,7 +155,7 @@ static void build_list(struct emunic_coll *c, unsigned *n, struct xg_slot *sl)
 			t->len = (uint32_t)seg_len(x, sl, i);
 			t = coll_task_add(c, n, EMUNIC_TASK_SEND_EN, st.dst, sl->seq, x->mr);
 			t->count = 1;
-			sl->sends_posted++;
+			sl->nsends++;
 		}
 		if (st.src < 0)
 			continue;
@@ -249,7 +249,7 @@ static int xg_post(struct emunic_coll *c, const struct coll_args *ar, uint64_t *
 		x->rs.ring[q].used += sl->segs[q];
 	}
 	c->posted = s;
-	c->sends_posted += sl->sends_posted;
+	coll_sends_add(c, s, sl->nsends);
 	return 0;
 }
 
@@ -275,22 +275,6 @@ static void xg_complete(struct emunic_coll *c, uint64_t seq)
 			memcpy(to + (size_t)i * x->seg, coll_ring_entry(&x->rs, q, sl->first[q] + i),
 			       seg_len(x, sl, i));
 	}
-}
-
-static void xg_send_done(struct emunic_coll *c, uint64_t seq)
-{
-	struct xg_slot *sl = &c->xg->slot[seq % XG_SLOTS];
-
-	if (sl->seq == seq)
-		sl->sends_done++;
-}
-
-static bool xg_sent_before(const struct emunic_coll *c, uint64_t seq)
-{
-	for (const struct xg_slot *sl = c->xg->slot; sl < c->xg->slot + XG_SLOTS; sl++)
-		if (sl->seq && sl->seq < seq && sl->sends_done < sl->sends_posted)	/* seq 0: unused */
-			return false;
-	return true;
 }
 
 /* A timed-out operation: the peers whose blocks did not all come. */
@@ -332,8 +316,8 @@ static void xg_fini(struct emunic_coll *c)
 
 /* One engine, three names (in error lines and the kind check). */
 #define XG_ALG(nm) { .name = nm, .splits = true, .setup = xg_setup, .prepost = xg_prepost, .post = xg_post, \
-		     .fence = coll_send_fence, .complete = xg_complete, .send_done = xg_send_done, \
-		     .sent_before = xg_sent_before, .late = xg_late, .fini = xg_fini }
+		     .fence = coll_send_fence, .complete = xg_complete, .late = xg_late, \
+		     .fini = xg_fini }
 const struct coll_alg coll_alltoall_alg = XG_ALG("alltoall");
 const struct coll_alg coll_allgather_alg = XG_ALG("allgather");
 const struct coll_alg coll_gather_alg = XG_ALG("gather");

@@ -22,6 +22,14 @@ static int check_kind(struct emunic_coll *c, const struct coll_args *a)
 			c->alg->name);
 }
 
+/* The algorithm's post, once the next operation's entry for its sends is
+ * free (the one COLL_MAX_INFLIGHT before it sent all: a barrier may
+ * complete before its signals' ACKs come). */
+static int alg_post(struct emunic_coll *c, const struct coll_args *a, uint64_t *seq)
+{
+	return coll_sends_room(c, c->posted + 1) ? c->alg->post(c, a, seq) : -ENOSPC;
+}
+
 /* A full queue (operations in flight, or other engines' lists ahead in the
  * command ring) only delays a blocking call: retry within the bound. */
 
@@ -35,7 +43,7 @@ static int post_blocking(struct emunic_coll *c, const struct coll_args *a, uint6
 	for (;;) {
 		int r = coll_progress(c);
 
-		r = r ? r : c->alg->post(c, a, seq);
+		r = r ? r : alg_post(c, a, seq);
 		if (r != -ENOSPC)
 			return r;
 		if (coll_timeout(c) >= 0 && coll_now_ms() > deadline)
@@ -99,7 +107,7 @@ static int post_req(struct emunic_coll *c, const struct coll_args *a, struct emu
 		return r;
 	if (!(req = req_get(c)))
 		return -ENOMEM;
-	r = c->alg->post(c, a, &req->seq);
+	r = alg_post(c, a, &req->seq);
 	if (r) {
 		req_put(c, req);
 		return r;
