@@ -109,7 +109,8 @@ int emunic_barrier(struct emunic_coll *c);
 /*
  * Posts a barrier to the progress core and returns; it completes with no
  * further call.  Barriers complete in the order posted.  -ENOSPC when too
- * many are in flight (wait for some first).
+ * many are in flight (64), or the signals of the barrier 64 before it are
+ * not yet acknowledged (wait for some first, or call again).
  */
 int emunic_ibarrier(struct emunic_coll *c, struct emunic_coll_req **req);
 /*
