@@ -199,7 +199,7 @@ static void connect_refused(struct emunic_dev *d, struct emunic_qp *qp, int e)
 	char why[96];
 
 	snprintf(why, sizeof(why), "rdma_connect failed (%s)", strerror(e));
-	if (c->st != CONN_CONNECTING || c->first_tries++ >= FIRST_TRIES) {
+	if (c->st != CONN_CONNECTING || c->end_asked || c->first_tries++ >= FIRST_TRIES) {
 		conn_qp_failed(qp, why);
 		return;
 	}

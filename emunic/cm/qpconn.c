@@ -83,8 +83,9 @@ void conn_up(struct emunic_dev *d, struct emunic_qp *qp)
 
 /* Fails qp for good with status: its work completes with it, and a request
  * the peer parked here is refused (a later one is too: the QP is FAILED).
- * The end of every connection that is not made again: an attempt given up
- * (reconnect.c) or the application's disconnect (conn_end). */
+ * For a connection with no attempt under way and no verbs QP connected:
+ * one the reconnection rules give up (reconnect.c), or one the application
+ * disconnects before it is up (conn_end). */
 void conn_fail_final(struct emunic_dev *d, struct emunic_qp *qp, int status)
 {
 	conn_of(qp)->left = 0;
@@ -93,17 +94,20 @@ void conn_fail_final(struct emunic_dev *d, struct emunic_qp *qp, int status)
 	cm_refuse_parked(d, qp);
 }
 
-/* The application ends the connection for good (emunic_qp_disconnect):
+/* The application ends the connection for good (emunic_qp_disconnect); its
+ * work fails with WR_FLUSH_ERR, as the call says, whatever failed it before:
  *   - UP: the peer is told (rdma_disconnect) and the work fails as after a
  *     final failure;
  *   - no attempt under way (CONNECTING waiting for the peer's request,
  *     RECONNECTING waiting for work or for the next try): no event to race,
  *     so it fails now;
- *   - TEARDOWN: given up once torn down, at the reconnection unit's next
- *     step (rc_step);
+ *   - TEARDOWN: given up as soon as it is torn down (rc_step);
  *   - an attempt under way (the first connection, or one made again): not
- *     cut short, which would race its own events; it ends when it comes up
- *     (conn_up), and a failure before that is final (rc_attempt_failed). */
+ *     cut short, which would race its own events.  It ends when it comes
+ *     up (conn_up); if it fails first, the QP fails for good: a first
+ *     connection is not tried again (conn_qp_failed, connect_refused), one
+ *     made again is given up (rc_attempt_failed).  (IDLE never gets here:
+ *     a QP's connection starts at its create, a command before this one.) */
 void conn_end(struct emunic_dev *d, struct emunic_qp *qp)
 {
 	struct qp_conn *c = conn_of(qp);
@@ -117,8 +121,10 @@ void conn_end(struct emunic_dev *d, struct emunic_qp *qp)
 		return;
 	}
 	if (c->st != CONN_UP) {
-		if (conn_down(c))
+		if (conn_down(c)) {
+			c->status = EMUNIC_WC_WR_FLUSH_ERR;	/* what give_up fails its work with */
 			conn_busy(d, qp);	/* rc_step gives it up between attempts */
+		}
 		return;
 	}
 	if (nic_qp_has_work(qp))	/* as for a peer's disconnect: news only with work on its way */

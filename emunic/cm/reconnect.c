@@ -135,6 +135,8 @@ enum rc_next rc_step(struct emunic_dev *d, struct emunic_qp *qp)
 	}
 	if (c->st == CONN_TEARDOWN) {
 		teardown(d, qp);
+		if (c->end_asked)	/* before a request of the peer's is accepted */
+			give_up(qp, "the application disconnected it");
 		return RC_DID;
 	}
 	if (c->st != CONN_RECONNECTING)
@@ -215,6 +217,12 @@ void conn_peer_gone(struct emunic_qp *qp)
 
 	if (rc_attempt_failed(qp, false, "the peer disconnected"))
 		return;		/* a connection being made again: try again */
+	if (conn_of(qp)->st == CONN_CONNECTING) {
+		/* Its first connection, ended by the peer before it was up
+		 * here (it disconnected right after its side came up). */
+		conn_qp_failed(qp, "the peer disconnected before the connection was up here");
+		return;
+	}
 	if (conn_of(qp)->st != CONN_UP)
 		return;
 	/* At the end of a job peers close in any order: say it only when

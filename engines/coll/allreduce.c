@@ -82,10 +82,6 @@ static int ar_post(struct emunic_coll *c, const struct coll_args *a, uint64_t *s
 	bool rsag;
 	int r;
 
-	/* From a failure on, every allreduce fails with it (its slot may
-	 * never drain: what the failure skipped never completes). */
-	if (c->err && s >= c->err_seq)
-		return c->err;
 	if (emunic_calc_check(a->op, a->type))
 		return coll_err(c, -EINVAL, "allreduce %llu: %s is not defined on %s (op %d, type %d)",
 				(unsigned long long)s, emunic_calc_op_str(a->op), emunic_calc_type_str(a->type), a->op,

@@ -108,10 +108,6 @@ static int barrier_post(struct emunic_coll *c, const struct coll_args *a, uint64
 	unsigned n;
 	int r;
 
-	/* From a failure on, every barrier fails with it: one that would have
-	 * sat behind the failed list would only add to what never drains. */
-	if (c->err && s >= c->err_seq)
-		return c->err;
 	if (c->size == 1) {
 		c->posted = c->done = s;
 		*seq = s;

@@ -189,10 +189,6 @@ static int bc_post(struct emunic_coll *c, const struct coll_args *a, uint64_t *s
 	unsigned n = 0, nsends;
 	int nchild, parent, r;
 
-	/* From a failure on, every bcast fails with it (what it skipped never
-	 * completes, so its slot and entries never come back). */
-	if (c->err && s >= c->err_seq)
-		return c->err;
 	r = check_args(c, a, s);
 	if (r)
 		return r;

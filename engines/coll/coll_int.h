@@ -110,7 +110,7 @@ struct emunic_coll {
 	unsigned nsend;			/* sends in one list (0: the steps') */
 	unsigned inflight;		/* lists in flight at most (0: COLL_MAX_INFLIGHT) */
 	uint64_t posted, done;		/* barrier sequence numbers, from 1 */
-	uint64_t sends_posted, sends_done;
+	uint64_t sends_posted;		/* every operation's, for destroy's fence */
 	struct coll_sent sent[COLL_MAX_INFLIGHT];	/* by operation (coll_sends_add) */
 	int err;			/* first failure; barriers from err_seq on fail */
 	uint64_t err_seq;

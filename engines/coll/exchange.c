@@ -213,10 +213,6 @@ static int xg_post(struct emunic_coll *c, const struct coll_args *ar, uint64_t *
 	struct xg_slot *sl = &x->slot[s % XG_SLOTS];
 	int r;
 
-	/* From a failure on, every operation fails with it (what it skipped
-	 * never completes, so its slot and entries never come back). */
-	if (c->err && s >= c->err_seq)
-		return c->err;
 	r = check_args(c, ar, s);
 	if (r)
 		return r;

@@ -22,12 +22,19 @@ static int check_kind(struct emunic_coll *c, const struct coll_args *a)
 			c->alg->name);
 }
 
-/* The algorithm's post, once the next operation's entry for its sends is
- * free (the one COLL_MAX_INFLIGHT before it sent all: a barrier may
- * complete before its signals' ACKs come). */
+/* The algorithm's post.  From a failure on, every operation fails with it
+ * (what the failure skipped never completes, so slots, ring entries and
+ * sends never come back: waiting for room would only time out).  Else
+ * once the next operation's entry for its sends is free (the one
+ * COLL_MAX_INFLIGHT before it sent all: a barrier may complete before its
+ * signals' ACKs come). */
 static int alg_post(struct emunic_coll *c, const struct coll_args *a, uint64_t *seq)
 {
-	return coll_sends_room(c, c->posted + 1) ? c->alg->post(c, a, seq) : -ENOSPC;
+	uint64_t s = c->posted + 1;
+
+	if (c->err && s >= c->err_seq)
+		return c->err;
+	return coll_sends_room(c, s) ? c->alg->post(c, a, seq) : -ENOSPC;
 }
 
 /* A full queue (operations in flight, or other engines' lists ahead in the
@@ -47,7 +54,7 @@ static int post_blocking(struct emunic_coll *c, const struct coll_args *a, uint6
 		if (r != -ENOSPC)
 			return r;
 		if (coll_timeout(c) >= 0 && coll_now_ms() > deadline)
-			return c->done < c->posted ?
+			return c->done < c->posted && coll_sends_room(c, c->posted + 1) ?
 			       coll_err(c, r, "%s %llu: no room to post it for %d ms: %s %llu, the oldest in "
 					"flight, is not complete", c->alg->name, (unsigned long long)c->posted + 1,
 					coll_timeout(c), c->alg->name, (unsigned long long)c->done + 1) :

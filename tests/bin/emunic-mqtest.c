@@ -524,12 +524,12 @@ static void t_disconnect_connecting(void)
 	emunic_qp_attr_init(&a);
 	a.send_cq = T->scq;
 	a.recv_cq = T->rcq;
+	sync_ranks();
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	CHECK(!emunic_qp_create(T->dev, 1 - T->rank, &a, &qp), "qp_create");
 	if (T->rank == 1) {
 		CHECK(!emunic_qp_connected(qp) && emunic_qp_disconnect(qp) == 0,
 		      "a disconnect while the connection was being made");
-		CHECK(!emunic_qp_failed(qp), "the attempt under way was cut short: the QP failed at once");
 	}
 	for (int i = 0; i < 2 * ACCEPT_DELAY_MS / 10 + 500 && !emunic_qp_failed(qp); i++)
 		ms(10);
@@ -537,8 +537,10 @@ static void t_disconnect_connecting(void)
 	waited = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
 	CHECK(emunic_qp_failed(qp), "the QP %s within %ld ms", T->rank ? "asked to disconnect stayed up" :
 	      "whose peer disconnected it did not fail", waited);
-	CHECK(waited >= ACCEPT_DELAY_MS - 100, "the QP failed after %ld ms, before the held request was "
-	      "answered (%d ms): the attempt under way was cut short", waited, ACCEPT_DELAY_MS);
+	/* Rank 1's clock starts before its request leaves; rank 0 holds it
+	 * from when it comes. */
+	CHECK(T->rank == 0 || waited >= ACCEPT_DELAY_MS, "the QP failed after %ld ms, before the held request "
+	      "was answered (%d ms): the attempt under way was cut short", waited, ACCEPT_DELAY_MS);
 	sync_ranks();
 	emunic_qp_destroy(qp);
 }
