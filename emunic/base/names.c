@@ -7,6 +7,19 @@
 #define NAME_OF(table, v) \
 	((v) >= 0 && (size_t)(v) < sizeof(table) / sizeof((table)[0]) && (table)[v] ? (table)[v] : "UNKNOWN")
 
+/* The engine passes verbs' statuses through as emunic's: the same numbers. */
+_Static_assert((int)EMUNIC_WC_SUCCESS == (int)IBV_WC_SUCCESS &&
+	       (int)EMUNIC_WC_LOC_LEN_ERR == (int)IBV_WC_LOC_LEN_ERR &&
+	       (int)EMUNIC_WC_LOC_QP_OP_ERR == (int)IBV_WC_LOC_QP_OP_ERR &&
+	       (int)EMUNIC_WC_LOC_PROT_ERR == (int)IBV_WC_LOC_PROT_ERR &&
+	       (int)EMUNIC_WC_WR_FLUSH_ERR == (int)IBV_WC_WR_FLUSH_ERR &&
+	       (int)EMUNIC_WC_REM_ACCESS_ERR == (int)IBV_WC_REM_ACCESS_ERR &&
+	       (int)EMUNIC_WC_REM_OP_ERR == (int)IBV_WC_REM_OP_ERR &&
+	       (int)EMUNIC_WC_RETRY_EXC_ERR == (int)IBV_WC_RETRY_EXC_ERR &&
+	       (int)EMUNIC_WC_RNR_RETRY_EXC_ERR == (int)IBV_WC_RNR_RETRY_EXC_ERR &&
+	       (int)EMUNIC_WC_GENERAL_ERR == (int)IBV_WC_GENERAL_ERR,
+	       "emunic_wc_status numbers verbs' statuses as libibverbs does");
+
 const char *emunic_wc_status_str(int status)
 {
 	switch (status) {

@@ -95,7 +95,8 @@ void conn_fail_final(struct emunic_dev *d, struct emunic_qp *qp, int status)
 }
 
 /* The application ends the connection for good (emunic_qp_disconnect); its
- * work fails with WR_FLUSH_ERR, as the call says, whatever failed it before:
+ * work fails with WR_FLUSH_ERR, as the call says, whatever failed it before
+ * (end_asked: give_up and conn_qp_failed pick it):
  *   - UP: the peer is told (rdma_disconnect) and the work fails as after a
  *     final failure;
  *   - no attempt under way (CONNECTING waiting for the peer's request,
@@ -121,10 +122,8 @@ void conn_end(struct emunic_dev *d, struct emunic_qp *qp)
 		return;
 	}
 	if (c->st != CONN_UP) {
-		if (conn_down(c)) {
-			c->status = EMUNIC_WC_WR_FLUSH_ERR;	/* what give_up fails its work with */
+		if (conn_down(c))
 			conn_busy(d, qp);	/* rc_step gives it up between attempts */
-		}
 		return;
 	}
 	if (nic_qp_has_work(qp))	/* as for a peer's disconnect: news only with work on its way */

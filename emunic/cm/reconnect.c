@@ -98,14 +98,22 @@ static void teardown(struct emunic_dev *d, struct emunic_qp *qp)
 	conn_set(qp, CONN_RECONNECTING);
 }
 
+/* What the work of a QP that fails for good completes with: the failure's
+ * status, or a flush where the application disconnected it (mq.h). */
+static int final_status(const struct qp_conn *c, int status)
+{
+	return c->end_asked ? EMUNIC_WC_WR_FLUSH_ERR : status;
+}
+
 static void give_up(struct emunic_qp *qp, const char *why)
 {
 	struct qp_conn *c = conn_of(qp);
 	struct emunic_dev *d = qp->o.dev;
+	int st = final_status(c, c->status);
 
 	nic_notice(d, "peer %d qp " NIC_QP_FMT ": reconnecting failed (%s): its work fails with %s", qp->peer,
-		   NIC_QP_ARG(qp), why, emunic_wc_status_str(c->status));
-	conn_fail_final(d, qp, c->status);
+		   NIC_QP_ARG(qp), why, emunic_wc_status_str(st));
+	conn_fail_final(d, qp, st);
 }
 
 void rc_bury_id(struct emunic_qp *qp)
@@ -217,9 +225,11 @@ void conn_peer_gone(struct emunic_qp *qp)
 
 	if (rc_attempt_failed(qp, false, "the peer disconnected"))
 		return;		/* a connection being made again: try again */
-	if (conn_of(qp)->st == CONN_CONNECTING) {
+	if (conn_of(qp)->st == CONN_CONNECTING && !qp->attr.reconnects) {
 		/* Its first connection, ended by the peer before it was up
-		 * here (it disconnected right after its side came up). */
+		 * here (it disconnected right after its side came up).  One
+		 * that reconnects waits for the peer's request to connect
+		 * again (events.c on_request drains it then). */
 		conn_qp_failed(qp, "the peer disconnected before the connection was up here");
 		return;
 	}
@@ -247,5 +257,5 @@ void conn_qp_failed(struct emunic_qp *qp, const char *why)
 	}
 	nic_notice(d, "peer %d qp " NIC_QP_FMT ": connection failed: %s", qp->peer, NIC_QP_ARG(qp), why);
 	conn_set(qp, CONN_FAILED);
-	nic_qp_flush_unposted(qp, EMUNIC_WC_RETRY_EXC_ERR);
+	nic_qp_flush_unposted(qp, final_status(conn_of(qp), EMUNIC_WC_RETRY_EXC_ERR));
 }

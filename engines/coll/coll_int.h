@@ -112,7 +112,7 @@ struct emunic_coll {
 	uint64_t posted, done;		/* barrier sequence numbers, from 1 */
 	uint64_t sends_posted;		/* every operation's, for destroy's fence */
 	struct coll_sent sent[COLL_MAX_INFLIGHT];	/* by operation (coll_sends_add) */
-	int err;			/* first failure; barriers from err_seq on fail */
+	int err;			/* first failure; operations from err_seq on fail */
 	uint64_t err_seq;
 	bool left;			/* its QPs disconnected after the failure (coll_leave_if_failed) */
 	uint64_t leave_seq;		/* the first failure the group is told of (0: none) */

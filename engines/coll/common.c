@@ -236,8 +236,9 @@ bool coll_sends_room(const struct emunic_coll *c, uint64_t seq)
 	return coll_sends_done(c, c->sent[seq % COLL_MAX_INFLIGHT].seq);
 }
 
-/* Destroy's fence (a WAIT on c->scq) takes the completions it counts, so
- * from then on this stays false; the QPs go with the object right after. */
+/* Destroy's fence (a WAIT on c->scq) takes the completions it counts: a
+ * send still out when it is posted is never seen here, so this stays
+ * false; the QPs go with the object right after. */
 bool coll_sent_before(const struct emunic_coll *c, uint64_t seq)
 {
 	for (const struct coll_sent *e = c->sent; e < c->sent + COLL_MAX_INFLIGHT; e++)

@@ -518,8 +518,8 @@ static void t_disconnect_connecting(void)
 
 	/* Rank 1 connects (the higher rank of a static pair) and asks for
 	 * the disconnect while its attempt is under way: the attempt is not
-	 * cut short; the QP ends when the connection comes up, and rank 0,
-	 * whose QP came up with it, is told. */
+	 * cut short; the QP ends when the connection comes up, and rank 0's
+	 * QP fails (told once it is up, or before: either way). */
 	CHECK(!emunic_cq_create(T->dev, 64, 0, &T->scq) && !emunic_cq_create(T->dev, 64, 0, &T->rcq), "cq");
 	emunic_qp_attr_init(&a);
 	a.send_cq = T->scq;
