@@ -438,14 +438,19 @@ static int push_queue(struct emunic_dev *d, struct emunic_qp *qp, bool recv)
 	int n = 0;
 
 	for (bool more = true; more;) {
-		uint64_t first = f->head;
+		uint64_t first = f->head, end = f->tail;
 		unsigned k = 0, w = 0, took, wtook;
+		bool issued = false;	/* some task has an issued hook */
 		int r;
 
 		/* more: the chain ended only because it was full, so another
 		 * may follow; else this one took all that may go now. */
 		more = false;
-		while (first + k < f->tail && first + k < released && first + k - f->done < qp->attr.depth) {
+		if (end > released)
+			end = released;
+		if (end > f->done + qp->attr.depth)
+			end = f->done + qp->attr.depth;
+		for (; first + k < end; k++) {
 			struct nic_task *t = nic_fifo_at(f, first + k);
 
 			if (w == CHAIN_MAX) {
@@ -459,65 +464,74 @@ static int push_queue(struct emunic_dev *d, struct emunic_qp *qp, bool recv)
 				rwr[w] = (struct ibv_recv_wr){ .wr_id = wr_id(qp, first + k, true), .sg_list = &sge[w],
 							       .num_sge = t->len ? 1 : 0, .next = &rwr[w + 1] };
 				w++;
-			} else if (t->op == EMUNIC_TASK_WRITE_IMM && qp->imm_by_send) {
-				if (w + (t->len ? 2 : 1) > CHAIN_MAX) {
-					more = true;
-					break;
-				}
-				w += nic_imm_build_send(&swr[w], &sge[w], &msg[k], t, wr_id(qp, first + k, false));
 			} else {
-				swr[w] = (struct ibv_send_wr){ .wr_id = wr_id(qp, first + k, false), .next = &swr[w + 1] };
-				if (t->op == EMUNIC_TASK_CALC)
-					nic_task_calc(t);	/* released only now: its operands are ready */
-				build_send(&swr[w], &sge[w], t);
-				w++;
-			}
-			if (!recv) {
+				if (t->op == EMUNIC_TASK_WRITE_IMM && qp->imm_by_send) {
+					if (w + (t->len ? 2 : 1) > CHAIN_MAX) {
+						more = true;
+						break;
+					}
+					w += nic_imm_build_send(&swr[w], &sge[w], &msg[k], t, wr_id(qp, first + k, false));
+				} else {
+					swr[w] = (struct ibv_send_wr){ .wr_id = wr_id(qp, first + k, false),
+								       .next = &swr[w + 1] };
+					if (t->op == EMUNIC_TASK_CALC)
+						nic_task_calc(t);	/* released only now: its operands are ready */
+					build_send(&swr[w], &sge[w], t);
+					w++;
+				}
 				t->imm_idx = qp->imm_sent;
 				if (counted_at_peer(t))
 					qp->imm_sent++;
+				/* Signaled: any task whose completion is counted, a
+				 * read or atomic (its data lands with its own
+				 * completion, never one taken from a later one), one
+				 * in SIGNAL_EVERY, and the chain's last (below); the
+				 * others complete when a later one does. */
+				t->signaled = !(t->flags & NIC_TASK_QUIET) || t->op == EMUNIC_TASK_READ ||
+					      t->op == EMUNIC_TASK_FETCH_ADD || ++qp->sq_unsignaled >= SIGNAL_EVERY;
+				t->early = false;
+				if (t->signaled) {
+					swr[w - 1].send_flags |= IBV_SEND_SIGNALED;
+					qp->sq_unsignaled = 0;
+				}
 			}
-			last_wr[k++] = (uint8_t)(w - 1);
+			issued |= t->ops && t->ops->issued;
+			last_wr[k] = (uint8_t)(w - 1);
 		}
 		if (!k)
 			return n;
 		if (recv) {
 			rwr[w - 1].next = NULL;
 		} else {
-			/* Signaled: the chain's last, any task whose completion is
-			 * counted, and one in SIGNAL_EVERY; the others complete
-			 * when a later one does. */
-			swr[w - 1].next = NULL;
-			for (unsigned i = 0; i < k; i++) {
-				struct nic_task *t = nic_fifo_at(f, first + i);
+			struct nic_task *t = nic_fifo_at(f, first + k - 1);
 
-				/* A read's or atomic's data lands with its own
-				 * completion: never one taken from a later one. */
-				t->signaled = i == k - 1 || !(t->flags & NIC_TASK_QUIET) || t->op == EMUNIC_TASK_READ ||
-					      t->op == EMUNIC_TASK_FETCH_ADD || ++qp->sq_unsignaled >= SIGNAL_EVERY;
-				t->early = false;
-				if (t->signaled) {
-					swr[last_wr[i]].send_flags |= IBV_SEND_SIGNALED;
-					qp->sq_unsignaled = 0;
-				}
+			swr[w - 1].next = NULL;
+			if (!t->signaled) {
+				t->signaled = true;
+				swr[w - 1].send_flags |= IBV_SEND_SIGNALED;
+				qp->sq_unsignaled = 0;
 			}
 		}
 		/* Before the call: rxe's loopback may deliver (and the peer
 		 * complete) inside it. */
-		for (unsigned i = 0; i < k && emunic_tl_on; i++)
-			EMUNIC_TL(TL_WR_POSTED, TL_TRACK_QP, NIC_HANDLE_INDEX(qp->o.handle), qp->peer,
-				  nic_fifo_at(f, first + i)->wr_id, nic_fifo_at(f, first + i)->op, first + i);
+		if (emunic_tl_on)
+			for (unsigned i = 0; i < k; i++)
+				EMUNIC_TL(TL_WR_POSTED, TL_TRACK_QP, NIC_HANDLE_INDEX(qp->o.handle), qp->peer,
+					  nic_fifo_at(f, first + i)->wr_id, nic_fifo_at(f, first + i)->op, first + i);
 		r = post_chain(d, qp, w, recv, recv ? (void *)rwr : (void *)swr, &wtook);
-		/* A task whose last request verbs refused did not go.  A WRITE
-		 * of it that went is sent again with it (the same bytes); till
-		 * then it holds a place in the verbs queue no task counts, and
-		 * an error it raises is dropped (its index is not in verbs). */
-		for (took = 0; took < k && last_wr[took] < wtook; took++)
-			;
-		if (r)
+		took = k;
+		if (r) {
+			/* A task whose last request verbs refused did not go.  A
+			 * WRITE of it that went is sent again with it (the same
+			 * bytes); till then it holds a place in the verbs queue no
+			 * task counts, and an error it raises is dropped (its index
+			 * is not in verbs). */
+			for (took = 0; took < k && last_wr[took] < wtook; took++)
+				;
 			nic_notice(d, "peer %d qp %u: posting %s failed (%s)", qp->peer, atomic_load(&qp->qpn),
 				   emunic_task_op_str(nic_fifo_at(f, first + took)->op), strerror(-r));
-		for (unsigned i = 0; i < took; i++) {
+		}
+		for (unsigned i = 0; issued && i < took; i++) {
 			struct nic_task *t = nic_fifo_at(f, first + i);
 
 			if (t->ops && t->ops->issued)
@@ -693,7 +707,10 @@ static void completion(struct emunic_dev *d, struct emunic_qp *qp, struct ibv_wc
 	}
 	/* Unsignaled tasks before it ran: RC completes in order. */
 	complete_through(d, qp, f, i, (int)wc->status, wc);
-	nic_qp_ready(d, qp);	/* room in verbs */
+	/* Room in verbs: for work a push left behind (set_stalled), or a
+	 * failed connection's, which flushes. */
+	if (qp->stalled || wc->status != IBV_WC_SUCCESS)
+		nic_qp_ready(d, qp);
 }
 
 int nic_verbs_poll(struct emunic_dev *d)
