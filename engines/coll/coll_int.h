@@ -188,6 +188,9 @@ int coll_send_fence(struct emunic_coll *c, uint64_t *seq);
 /* After the first failure, once every operation before it is complete and
  * their sends too: disconnects every QP of c, once. */
 void coll_leave_if_failed(struct emunic_coll *c);
+/* Operations from seq on fail with err (the first failure is kept); tell:
+ * the group is told of it (leave_seq), then coll_leave_if_failed. */
+void coll_set_failed(struct emunic_coll *c, uint64_t seq, int err, bool tell);
 
 /* barrier.c: the recursive-doubling barrier (schedule.c's) as task lists. */
 extern const struct coll_alg coll_barrier_alg;

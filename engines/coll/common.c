@@ -150,15 +150,9 @@ int coll_post_lists(struct emunic_coll *c, unsigned n, uint64_t seq)
 			}
 		}
 		if (r && at) {
-			if (!c->err || seq < c->err_seq) {
-				c->err = -EIO;
-				c->err_seq = seq;
-			}
-			if (!c->leave_seq || seq < c->leave_seq)
-				c->leave_seq = seq;
 			coll_err(c, -EIO, "%s %llu: %u of its %u tasks were posted, the rest failed (%d): "
 				 "it and every later one fail", c->alg->name, (unsigned long long)seq, at, n, r);
-			coll_leave_if_failed(c);
+			coll_set_failed(c, seq, -EIO, true);	/* its posted part may reach peers */
 			return -EIO;
 		}
 		if (r)
@@ -208,6 +202,17 @@ void coll_leave_if_failed(struct emunic_coll *c)
 		coll_err(c, 0, "%s %llu failed: disconnecting from peer%s%s, so that %s now, not at %s timeout",
 			 c->alg->name, (unsigned long long)c->leave_seq, n == 1 ? "" : "s", peers,
 			 n == 1 ? "it fails" : "they fail", n == 1 ? "its" : "their");
+}
+
+void coll_set_failed(struct emunic_coll *c, uint64_t seq, int err, bool tell)
+{
+	if (!c->err || seq < c->err_seq) {
+		c->err = err;
+		c->err_seq = seq;
+	}
+	if (tell && (!c->leave_seq || seq < c->leave_seq))
+		c->leave_seq = seq;
+	coll_leave_if_failed(c);
 }
 
 void coll_sends_add(struct emunic_coll *c, uint64_t seq, unsigned n)

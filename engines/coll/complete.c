@@ -23,23 +23,15 @@ static int status_errno(int status)
 	}
 }
 
-/* Operations from seq on fail with status's error; the first failure is
- * the one kept. */
+/* Operations from seq on fail with status's error.  The group is told of
+ * every failure but a flushed send of an operation done here, whose QP
+ * failed under it, as when a peer left once it had what it needed (at the
+ * end of a job): that peer fails on its own if it missed something.  A
+ * send that failed (a fault) counts: an operation done here (a bcast's
+ * forward, enabled) may not be done at its peers. */
 static void set_err(struct emunic_coll *c, uint64_t seq, int status)
 {
-	if (!c->err || seq < c->err_seq) {
-		c->err = status_errno(status);
-		c->err_seq = seq;
-	}
-	/* What the group is told of (coll_leave_if_failed): every failure
-	 * but a flushed send of an operation done here, whose QP failed
-	 * under it, as when a peer left once it had what it needed (at the
-	 * end of a job): that peer fails on its own if it missed something.
-	 * A send that failed (a fault) counts: an operation done here (a
-	 * bcast's forward, enabled) may not be done at its peers. */
-	if ((seq > c->done || status != EMUNIC_WC_WR_FLUSH_ERR) && (!c->leave_seq || seq < c->leave_seq))
-		c->leave_seq = seq;
-	coll_leave_if_failed(c);
+	coll_set_failed(c, seq, status_errno(status), seq > c->done || status != EMUNIC_WC_WR_FLUSH_ERR);
 }
 
 /* Work flushed because this rank disconnected after its first failure
