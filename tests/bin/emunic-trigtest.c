@@ -1227,6 +1227,76 @@ static void t_unsupported(void)
 	}
 }
 
+/* Run with the check's env and faults (the table below): rank 1 holds each
+ * connection request ACCEPT_DELAY_MS; rank 0's first put completes, here,
+ * as a RETRY_EXC_ERR (it did arrive). */
+#define ACCEPT_DELAY_MS 1500
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* A disconnect while the connection is being made again (reconnects 4):
+ * the attempt under way is not cut short (it comes up, so the put the
+ * failure caught is settled: it arrived once, so it completes, and is not
+ * sent again), then the QP ends for good: it fails, does not come back,
+ * and its peer's QP loses the connection. */
+static void t_disconnect_reconnecting(void)
+{
+	struct emunic_ct *lct = NULL, *done = NULL;
+	struct emunic_target tg;
+	struct emunic_le *le = NULL;
+	struct emunic_qp_attr a;
+	struct emunic_op op;
+	int i;
+
+	emunic_qp_attr_init(&a);
+	a.flags = EMUNIC_QP_TRIGGERED;
+	a.reconnects = 4;
+	CHECK(!emunic_qp_create(T->dev, 1 - T->rank, &a, &T->qp) && !emunic_qp_wait_connected(T->qp, 30000),
+	      "a triggered QP with 4 reconnections");
+	if (T->rank == 1) {
+		lct = ct_new();
+		le = le_new(0, 64, 0xEE, lct, NULL, 0, 0);
+	}
+	tg = swap_target(le);
+	sync_ranks();
+	if (T->rank == 0) {
+		done = ct_new();
+		pattern(at(4096), 64, 60);
+		op = op_rma(EMUNIC_OP_PUT, at(4096), 64, tg, 0, done);
+		post_now(&op);
+		/* Its completion fails (the fault): the connection is made
+		 * again, and rank 1 holds the request. */
+		for (i = 0; i < 5000 && emunic_qp_connected(T->qp); i++)
+			ms(1);
+		CHECK(!emunic_qp_connected(T->qp) && !emunic_qp_failed(T->qp),
+		      "the QP neither went to reconnecting nor failed after its put's fault (%d ms)", i);
+		ms(ACCEPT_DELAY_MS / 5);	/* torn down: its request is out */
+		CHECK(!emunic_qp_connected(T->qp) && emunic_qp_reconnects(T->qp) == 0,
+		      "the reconnection came up before the held request was answered");
+		CHECK(emunic_qp_disconnect(T->qp) == 0, "a disconnect while reconnecting");
+		for (i = 0; i < 2 * ACCEPT_DELAY_MS + 5000 && !emunic_qp_failed(T->qp); i++)
+			ms(1);
+		CHECK(emunic_qp_failed(T->qp), "the QP asked to disconnect while reconnecting did not fail within "
+		      "%d ms", i);
+		CHECK(emunic_qp_reconnects(T->qp) == 1, "the reconnection under way was cut short (%u made)",
+		      emunic_qp_reconnects(T->qp));
+		ct_reach(done, 1, "the put the failure caught");
+		ct_is(done, 1, 0, "the put that arrived before the failure (settled at the reconnection)");
+		ms(1000);
+		CHECK(emunic_qp_failed(T->qp) && !emunic_qp_connected(T->qp) && emunic_qp_reconnects(T->qp) == 1,
+		      "the disconnected QP came back (%u reconnections)", emunic_qp_reconnects(T->qp));
+	}
+	sync_ranks();
+	if (T->rank == 1) {
+		ct_await(lct, 1, "the put at the target");
+		expect_pattern(at(0), 64, 60, "the put");
+		ct_is(lct, 1, 0, "the target's counter (the put arrives once)");
+		for (i = 0; i < 5000 && emunic_qp_connected(T->qp); i++)
+			ms(1);
+		CHECK(!emunic_qp_connected(T->qp), "the peer's disconnect left this rank's QP connected");
+	}
+}
+
 /* needs: what the device must carry (emunic_dev_lacks): chain and order
  * fetch_add, which a device without atomics (siw) cannot; they skip there
  * with the reason.  Target counting runs everywhere (immediate data, or
@@ -1251,8 +1321,17 @@ static const struct check {
 	{ "invalid", t_invalid, 0, 0, "bad counters and ops are -EINVAL and change nothing" },
 	{ "trace", t_trace, 0, 0, "FIRE, ISSUE, DONE trace records in time order" },
 	{ "unsupported", t_unsupported, 0, 0, "without atomics (siw): a fetch_add is refused, not run; puts run" },
+	{ "disconnect_reconnecting", t_disconnect_reconnecting, 0, 0,
+	  "a disconnect while reconnecting: the attempt comes up, its put settles once, then the QP ends" },
 };
 #define NCHECKS (sizeof(checks) / sizeof(checks[0]))
+
+/* What a check's device is opened with besides: an environment variable
+ * (NAME=value, unset again after it) and a fault spec. */
+static const struct { const char *name, *env, *faults; } check_setup[] = {
+	{ "disconnect_reconnecting", "EMUNIC_ACCEPT_DELAY_MS=" STR(ACCEPT_DELAY_MS),
+	  "wc:status=RETRY_EXC_ERR,rank=0,op=1,opcode=write_imm" },
+};
 
 static void usage(FILE *f)
 {
@@ -1276,8 +1355,16 @@ static void run_check(int i)
 {
 	struct emunic_dev_attr attr;
 
+	const char *env = NULL;
+
 	emunic_dev_attr_init(&attr);
 	attr.trig_entries = checks[i].trig_entries;
+	for (size_t e = 0; e < sizeof(check_setup) / sizeof(check_setup[0]); e++)
+		if (!strcmp(check_setup[e].name, checks[i].name)) {
+			env = check_setup[e].env;
+			attr.faults = check_setup[e].faults;
+		}
+	CHECK(!env || !putenv((char *)env), "putenv %s", env);
 	CHECK(!emunic_dev_open(T->boot, &attr, &T->dev), "emunic_dev_open");
 	if (emunic_dev_lacks(T->dev, checks[i].needs))	/* every rank, before any exchange */
 		SKIP("%s on %s: %s", checks[i].name, emunic_dev_name(T->dev),
@@ -1290,6 +1377,12 @@ static void run_check(int i)
 		printf("emunic-trigtest: %s: PASS\n", checks[i].name);
 	emunic_mr_dereg(T->mr);
 	emunic_dev_close(T->dev);
+	if (env) {	/* the next check's device goes without */
+		char name[64];
+
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(env, "="), env);
+		unsetenv(name);
+	}
 	T->dev = NULL;
 	T->mr = NULL;
 	T->qp = NULL;		/* closed with its device */
