@@ -356,6 +356,10 @@ static void verbs_forgotten(struct emunic_qp *qp)
 	qp->recvs_posted = false;
 	qp->flushing = false;
 	qp->owed = 0;		/* receives are the new verbs QP's own */
+	/* No verbs QP, no room to wait for: its work waits for the connection
+	 * (the connection unit's deadlines), and stalled would keep the
+	 * hand-over urgent till then.  The new connection's push decides again. */
+	set_stalled(qp->o.dev, qp, false);
 }
 
 void nic_qp_drop_verbs(struct emunic_dev *d, struct emunic_qp *qp)
