@@ -207,6 +207,9 @@ extern const struct coll_alg coll_gather_alg;
 
 /* complete.c: reads what the progress core finished; never blocks. */
 int coll_progress(struct emunic_coll *c);
+/* coll_progress as a post needs it: with nothing outstanding, only the
+ * sends are read (no engine assist). */
+int coll_progress_to_post(struct emunic_coll *c);
 /* 1 done, 0 not yet, < 0 the error operation seq failed with. */
 int coll_seq_status(const struct emunic_coll *c, uint64_t seq);
 /* 0 once seq is done, -ETIMEDOUT (naming the late peers) or its error. */

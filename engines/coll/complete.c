@@ -127,6 +127,19 @@ int coll_progress(struct emunic_coll *c)
 	return 0;
 }
 
+/* Before a post: what a post must see first (a failure, room) comes in
+ * completions of operations or sends still outstanding.  With every
+ * operation taken and every send completed (counted on the send CQ), none
+ * is on its way, so the sends are read and no engine assist runs: a
+ * connection that fails after shows in the new operation's own WAITs, as
+ * it would have had the assist run (the post does not look at QPs). */
+int coll_progress_to_post(struct emunic_coll *c)
+{
+	if (c->size > 1 && c->done == c->posted && emunic_cq_count(c->scq) == c->sends_posted)
+		return drain_sends(c);
+	return coll_progress(c);
+}
+
 /* 1 done, 0 not yet, < 0 failed.  Lists complete in order on the MQ. */
 int coll_seq_status(const struct emunic_coll *c, uint64_t seq)
 {

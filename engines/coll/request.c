@@ -47,8 +47,10 @@ static int post_blocking(struct emunic_coll *c, const struct coll_args *a, uint6
 
 	if (check_kind(c, a))
 		return -EINVAL;
-	for (;;) {
-		int r = coll_progress(c);
+	for (bool first = true;; first = false) {
+		/* A retry runs the engine itself: what holds the post up
+		 * drains as the engine runs. */
+		int r = first ? coll_progress_to_post(c) : coll_progress(c);
 
 		r = r ? r : alg_post(c, a, seq);
 		if (r != -ENOSPC)
@@ -109,7 +111,7 @@ static int post_req(struct emunic_coll *c, const struct coll_args *a, struct emu
 
 	if (check_kind(c, a))
 		return -EINVAL;
-	r = coll_progress(c);
+	r = coll_progress_to_post(c);
 	if (r)
 		return r;
 	if (!(req = req_get(c)))
