@@ -132,10 +132,13 @@ int coll_progress(struct emunic_coll *c)
  * operation taken and every send completed (counted on the send CQ), none
  * is on its way, so the sends are read and no engine assist runs: a
  * connection that fails after shows in the new operation's own WAITs, as
- * it would have had the assist run (the post does not look at QPs). */
+ * it would have had the assist run (the post does not look at QPs).  Not
+ * after a failure: a list post that failed part-way can leave sends
+ * out that sends_posted does not count, so the equality would not mean
+ * "none out". */
 int coll_progress_to_post(struct emunic_coll *c)
 {
-	if (c->size > 1 && c->done == c->posted && emunic_cq_count(c->scq) == c->sends_posted)
+	if (c->size > 1 && !c->err && c->done == c->posted && emunic_cq_count(c->scq) == c->sends_posted)
 		return drain_sends(c);
 	return coll_progress(c);
 }

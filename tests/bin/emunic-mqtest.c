@@ -506,8 +506,6 @@ static void t_disconnect(void)
 /* Runs with EMUNIC_ACCEPT_DELAY_MS (the check's env below): rank 0, the
  * lower rank, holds rank 1's connection request that long. */
 #define ACCEPT_DELAY_MS 1500
-#define STR_(x) #x
-#define STR(x) STR_(x)
 
 static void t_disconnect_connecting(void)
 {
@@ -1212,14 +1210,16 @@ static const struct { const char *name; void (*fn)(void); unsigned needs; } chec
 	{ "disconnect_connecting", t_disconnect_connecting, 0 },
 };
 
-/* What a check needs in the environment, set before the device opens. */
-static const struct { const char *name, *env; } check_env[] = {
-	{ "disconnect_connecting", "EMUNIC_ACCEPT_DELAY_MS=" STR(ACCEPT_DELAY_MS) },
+/* What a check needs in the environment, set before the device opens
+ * (the caller's value put back after it closes). */
+static const struct { const char *name, *env, *value; } check_env[] = {
+	{ "disconnect_connecting", "EMUNIC_ACCEPT_DELAY_MS", STR(ACCEPT_DELAY_MS) },
 };
 
 int main(int argc, char **argv)
 {
 	struct t t = { 0 };
+	struct harness_env env = { 0 };
 	size_t i;
 
 	T = &t;
@@ -1235,7 +1235,8 @@ int main(int argc, char **argv)
 	}
 	for (size_t e = 0; e < sizeof(check_env) / sizeof(check_env[0]); e++)
 		if (!strcmp(check_env[e].name, argv[1]))
-			CHECK(!putenv((char *)check_env[e].env), "putenv %s", check_env[e].env);
+			CHECK(!harness_env_set(&env, check_env[e].env, check_env[e].value), "setting %s: %s",
+			      check_env[e].env, strerror(errno));
 	CHECK(!emunic_boot_init(&t.boot), "bootstrap");
 	t.rank = emunic_boot_rank(t.boot);
 	CHECK(emunic_boot_size(t.boot) == 2, "needs exactly 2 ranks");
@@ -1261,6 +1262,7 @@ int main(int argc, char **argv)
 	sync_ranks();
 	if (t.rank == 1)
 		emunic_dev_close(t.dev);
+	harness_env_restore(&env);
 	free(t.buf);
 	emunic_boot_fini(t.boot);
 	return 0;

@@ -1232,8 +1232,6 @@ static void t_unsupported(void)
  * connection's, rank 1 the reconnection's: rank 0 has the work); rank 0's
  * first put completes, here, as a RETRY_EXC_ERR (it did arrive). */
 #define ACCEPT_DELAY_MS 1500
-#define STR_(x) #x
-#define STR(x) STR_(x)
 
 /* A disconnect while the connection is being made again (reconnects 4):
  * the attempt under way is not cut short (it comes up, so the put the
@@ -1333,9 +1331,9 @@ static const struct check {
 #define NCHECKS (sizeof(checks) / sizeof(checks[0]))
 
 /* What a check's device is opened with besides: an environment variable
- * (NAME=value, unset again after it) and a fault spec. */
-static const struct { const char *name, *env, *faults; } check_setup[] = {
-	{ "disconnect_reconnecting", "EMUNIC_ACCEPT_DELAY_MS=" STR(ACCEPT_DELAY_MS),
+ * (the caller's value put back after the check) and a fault spec. */
+static const struct { const char *name, *env, *value, *faults; } check_setup[] = {
+	{ "disconnect_reconnecting", "EMUNIC_ACCEPT_DELAY_MS", STR(ACCEPT_DELAY_MS),
 	  "wc:status=RETRY_EXC_ERR,rank=0,op=1,opcode=write_imm" },
 };
 
@@ -1360,23 +1358,16 @@ static int find_check(const char *name)
 static void run_check(int i)
 {
 	struct emunic_dev_attr attr;
-
-	const char *env = NULL, *was = NULL;
-	char name[64] = "";
+	struct harness_env env = { 0 };
 
 	emunic_dev_attr_init(&attr);
 	attr.trig_entries = checks[i].trig_entries;
 	for (size_t e = 0; e < sizeof(check_setup) / sizeof(check_setup[0]); e++)
 		if (!strcmp(check_setup[e].name, checks[i].name)) {
-			env = check_setup[e].env;
+			CHECK(!harness_env_set(&env, check_setup[e].env, check_setup[e].value), "setting %s: %s",
+			      check_setup[e].env, strerror(errno));
 			attr.faults = check_setup[e].faults;
 		}
-	if (env) {	/* NAME=value, for this check's device alone */
-		snprintf(name, sizeof(name), "%.*s", (int)strcspn(env, "="), env);
-		was = getenv(name);
-		was = was ? strdup(was) : NULL;
-		CHECK(!setenv(name, env + strlen(name) + 1, 1), "setenv %s", env);
-	}
 	CHECK(!emunic_dev_open(T->boot, &attr, &T->dev), "emunic_dev_open");
 	if (emunic_dev_lacks(T->dev, checks[i].needs))	/* every rank, before any exchange */
 		SKIP("%s on %s: %s", checks[i].name, emunic_dev_name(T->dev),
@@ -1389,13 +1380,7 @@ static void run_check(int i)
 		printf("emunic-trigtest: %s: PASS\n", checks[i].name);
 	emunic_mr_dereg(T->mr);
 	emunic_dev_close(T->dev);
-	if (env) {	/* the next check's device gets what the caller set */
-		if (was)
-			setenv(name, was, 1);
-		else
-			unsetenv(name);
-		free((char *)was);
-	}
+	harness_env_restore(&env);	/* the next check's device gets what the caller set */
 	T->dev = NULL;
 	T->mr = NULL;
 	T->qp = NULL;		/* closed with its device */

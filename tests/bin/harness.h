@@ -11,6 +11,12 @@
  * ...) says why the test cannot run here and exits 77.  A failure reads
  * "PROGRAM: rank R: FAIL: what", R being HARNESS_RANK, an expression the
  * program may define before including this file (without it: no rank).
+ *
+ * harness_env_set/harness_env_restore give one check an environment
+ * variable of its own (emunic reads its EMUNIC_* settings when a device
+ * opens): set before the check's device opens, the caller's value (or
+ * none) put back after it closes, so the next check's device is as the
+ * caller made it.  STR(x) spells a macro's value, for such a setting.
  */
 #ifndef EMUNIC_TEST_HARNESS_H
 #define EMUNIC_TEST_HARNESS_H
@@ -19,6 +25,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define TEST_PASS 0
 #define TEST_FAIL 1		/* a check failed */
@@ -61,6 +68,43 @@ static void harness_skip(const char *fmt, ...)
 	fflush(stdout);
 	exit(TEST_SKIP);
 }
+
+/* One variable a check set, and what the caller had. */
+struct harness_env {
+	const char *name;
+	char *was;		/* the caller's value; NULL: it had none */
+};
+
+/* 0, or -errno (nothing set). */
+static int harness_env_set(struct harness_env *e, const char *name, const char *value) __attribute__((unused));
+static int harness_env_set(struct harness_env *e, const char *name, const char *value)
+{
+	const char *was = getenv(name);
+	char *keep = was ? strdup(was) : NULL;
+
+	if ((was && !keep) || setenv(name, value, 1)) {
+		free(keep);
+		return -errno;
+	}
+	*e = (struct harness_env){ .name = name, .was = keep };
+	return 0;
+}
+
+static void harness_env_restore(struct harness_env *e) __attribute__((unused));
+static void harness_env_restore(struct harness_env *e)
+{
+	if (!e->name)
+		return;
+	if (e->was)
+		setenv(e->name, e->was, 1);
+	else
+		unsetenv(e->name);
+	free(e->was);
+	*e = (struct harness_env){ 0 };
+}
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 #define FAIL(...) harness_fail(HARNESS_RANK, __VA_ARGS__)
 #define DIE(...) do { FAIL(__VA_ARGS__); exit(TEST_FAIL); } while (0)
