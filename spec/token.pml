@@ -466,26 +466,34 @@ end:	do
 
 /* assist.c leave(): a waiter stops assisting (its budget ran out, or its
  * condition holds) and hands the engine over.  One step up to the
- * exchange: a holder's hand_over or kick look falls on either side. */
+ * exchange: a holder's hand_over or kick look falls on either side.  A
+ * waiter that holds the token (mine: it kept it from look to look) hands
+ * over from it. */
 inline leave()
 {
-	atomic {
-		assisting--;
+	if
+	:: mine -> atomic { assisting--; ok = 1; mine = 0 }
+	:: else ->
+		atomic {
+			assisting--;
 #ifndef MUT_OWN
-		own(ok)
+			own(ok)
 #endif
-	};
+		};
 #ifdef MUT_OWN
-	own_split(ok);
+		own_split(ok);
 #endif
 #ifndef AS_CODED_D2
-	/* D2, assist.c leave(): the token was held, so kick (the holder may
-	 * have seen this waiter assisting) and try once more. */
-	if
-	:: !ok -> atomic { kick = 1; own(ok) }
-	:: else
-	fi;
+		/* D2, assist.c leave(): the token was held, so kick (the
+		 * holder may have seen this waiter assisting) and try once
+		 * more. */
+		if
+		:: !ok -> atomic { kick = 1; own(ok) }
+		:: else
+		fi;
 #endif
+		skip
+	fi;
 	if
 	:: ok -> unown(0, 0)
 	:: else
@@ -495,7 +503,7 @@ inline leave()
 
 proctype app(byte i)
 {
-	bit ok, uok, k, ck, assisted, urgent;
+	bit ok, uok, k, ck, assisted, urgent, mine;
 	byte n, un, id, round, want, snap, tries, worked, late;
 
 	/* post: publish the command (mq/post.c:381), then nic_submitted
@@ -542,33 +550,43 @@ proctype app(byte i)
 	:: i >= NWAIT -> finished++; goto out	/* a poster: done */
 	:: else
 	fi;
-	atomic { assisting++; ok = 0; n = 0; worked = 0 };	/* assist.c:58 */
-	/* nic_wait, assist.c:43-113 */
+	atomic { assisting++; ok = 0; n = 0; worked = 0 };	/* assist.c:78 */
+	/* nic_wait, assist.c:63-137 */
 	do
 	:: atomic {
-		snap = seq[i];		/* 61-62 */
+		snap = seq[i];		/* 81-82 */
 		if
-		:: done[i] -> break	/* cond(arg), 63 */
+		:: done[i] -> break	/* cond(arg), 83 */
 		:: else
 		fi
 	   };
 		if
-		:: tries < MAXTRY ->	/* now < until: assist (72-80) */
+		:: tries < MAXTRY ->	/* now < until: assist (92-113) */
 			tries++;
-			take_and_run(ok, n, 0);
 			if
-			:: ok -> unown(0, 0)
-			:: else
+			:: mine ->	/* kept from the last look: a pass for any kick */
+				atomic { kick = 0; core_kicked = 0; engine(n) };
+				engine_late()
+			:: else ->
+				take_and_run(ok, n, 1);
+				mine = ok;
+				ok = 0
 			fi;
-			d_step { ok = 0; n = 0; worked = 0 }
-		:: true ->		/* the budget ran out (89-102) */
+			/* a pass queued a notice: the token goes back before it
+			 * is printed (98-102) */
+			if
+			:: mine -> unown(0, 0); mine = 0
+			:: true
+			fi;
+			d_step { n = 0; worked = 0 }
+		:: true ->		/* the budget ran out (115-130) */
 			nsleep++;	/* before leave: its hand-over sees it */
 			leave();
 			word_sleep(i, snap);
 			atomic { nsleep--; assisting++; tries = 0; snap = 0 }
 		fi
 	od;
-	leave();	/* 104-108 */
+	leave();	/* 132-133 */
 	finished++;
 out:	skip
 }

@@ -5,9 +5,13 @@
  * engine: while the token is free it runs passes itself, so on a machine
  * with few CPUs the completion it waits for is found by the thread that
  * wants it, with no hand-off between threads (caller-assisted progress).
- * Only when the assist budget runs out with nothing moving does it hand the
- * engine over to the core thread and sleep on its object's own wait word;
- * then it assists again for a moment after each wake.
+ * Once it has the token it keeps it from look to look (serving the kicks
+ * others leave it, as any holder does), so a look is a pass, not a take,
+ * a pass and a hand-over; it gives the token back when its condition
+ * holds, when a pass queued a notice (printed outside the engine), and
+ * when the assist budget runs out with nothing moving: then it hands the
+ * engine over to the core thread and sleeps on its object's own wait
+ * word, and assists again for a moment after each wake.
  */
 #include "emunic/nic/nic.h"
 #include "emunic/base/log.h"
@@ -40,14 +44,15 @@ static uint64_t assist_ns(void)
 	return v == UINT64_MAX ? v : v - 1;
 }
 
-/* A waiter stops assisting: it hands the engine over.  If another thread
- * holds the token, that one may have seen this waiter still assisting and
- * set no timer; a kick makes it pass and hand over again (the requester's
- * side of owner.c's handshake; spec/token.pml, D2). */
-static void leave(struct emunic_dev *d)
+/* A waiter stops assisting: it hands the engine over (mine: it holds the
+ * token).  If another thread holds the token, that one may have seen this
+ * waiter still assisting and set no timer; a kick makes it pass and hand
+ * over again (the requester's side of owner.c's handshake; spec/token.pml,
+ * D2). */
+static void leave(struct emunic_dev *d, bool mine)
 {
 	atomic_fetch_sub(&d->assisting, 1);
-	if (!nic_own(d)) {
+	if (!mine && !nic_own(d)) {
 		nic_kick(d);
 		if (!nic_own(d))
 			return;		/* the holder sees the kick */
@@ -60,7 +65,7 @@ int nic_wait(struct emunic_dev *d, struct emunic_word *const *w, unsigned nw, bo
 {
 	uint64_t now = emunic_now_ns(), budget = assist_ns(), until = budget == UINT64_MAX ? budget : now + budget;
 	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : now + (uint64_t)timeout_ms * EMUNIC_NS_PER_MS;
-	bool handlers = nic_handlers_ok(), assisting = true;
+	bool handlers = nic_handlers_ok(), assisting = true, mine = false;
 	unsigned busy = 0;
 	uint32_t seq[128];
 	int r;
@@ -85,11 +90,16 @@ int nic_wait(struct emunic_dev *d, struct emunic_word *const *w, unsigned nw, bo
 			break;
 		}
 		if (now < until) {
-			if (nic_own(d)) {
-				int n = nic_pass(d);
+			if (mine || (mine = nic_own(d))) {
+				int n;
 
-				nic_unown(d);
-				nic_notices_out(d);
+				nic_take_kick(d);	/* this pass serves it */
+				n = nic_pass(d);
+				if (atomic_load_explicit(&d->notices, memory_order_relaxed)) {
+					nic_unown(d);
+					mine = false;
+					nic_notices_out(d);
+				}
 				busy = 0;
 				if (n && budget != UINT64_MAX)
 					until = now + budget;	/* things move: stay */
@@ -109,7 +119,8 @@ int nic_wait(struct emunic_dev *d, struct emunic_word *const *w, unsigned nw, bo
 		atomic_fetch_add(&d->sleepers, 1);
 		if (assisting) {
 			assisting = false;
-			leave(d);
+			leave(d, mine);
+			mine = false;
 		}
 		nic_notices_out(d);
 		emunic_word_sleep_any(w, seq, nw, deadline - now < SLEEP_SLICE_NS ? deadline - now : SLEEP_SLICE_NS);
@@ -119,7 +130,7 @@ int nic_wait(struct emunic_dev *d, struct emunic_word *const *w, unsigned nw, bo
 		until = budget == UINT64_MAX ? budget : emunic_now_ns() + budget / 4;
 	}
 	if (assisting)
-		leave(d);
+		leave(d, mine);
 	nic_set_handlers_ok(handlers);
 	nic_notices_out(d);
 	return r;
