@@ -173,7 +173,7 @@ int coll_post_lists(struct emunic_coll *c, unsigned n, uint64_t seq)
  * reason. */
 void coll_leave_if_failed(struct emunic_coll *c)
 {
-	char peers[256] = "";
+	char peers[256];	/* set below: this runs after every completion */
 	size_t off = 0;
 	int n = 0;
 
@@ -183,6 +183,7 @@ void coll_leave_if_failed(struct emunic_coll *c)
 	if (!c->leave_seq || c->left || c->done + 1 < c->leave_seq || !coll_sent_before(c, c->leave_seq))
 		return;
 	c->left = true;
+	peers[0] = '\0';
 	for (int p = 0; c->peer && p < c->size; p++) {
 		struct emunic_qp *qp = c->peer[p].qp;
 		int r;
