@@ -124,6 +124,20 @@ def test_mq_ibarrier_progresses_while_app_computes(rxe, n, signal, conn):
     assert "%d of %d ibarriers complete at the first test" % (5 * n, 5 * n) in out, out
 
 
+def test_a_blocking_post_with_no_room_says_why(rxe):
+    """Rank 0 holds 64 ibarriers in flight, as many as the object keeps,
+    while rank 1 stays away for 1.5 bounds: its blocking barrier must fail
+    ENOSPC at its bound, naming the reason and the oldest operation (each
+    -ENOSPC site records why, engines/coll/request.c no_room); then rank 1
+    comes and every ibarrier completes."""
+    out = barrier_ok(rxe, 2, "--impl mq --full --timeout-ms 2000", timeout=60)
+    m = re.search(r"a blocking barrier behind 64 ibarriers in flight: No space left on device after (\d+) ms",
+                  out)
+    assert m and 2000 <= int(m.group(1)) < 4000, out
+    assert re.search(r"rank 0: coll: barrier (\d+): no room to post it for 2000 ms: 64 are in flight, the most "
+                     r"it keeps, and barrier (\d+), the oldest, is not complete", out), out
+
+
 def test_ptp_ibarrier_needs_the_app(rxe):
     """The same check fails for the host-progressed baseline: it proves the
     check can fail, and that the mq result is the progress core's work."""

@@ -101,8 +101,10 @@ static int ar_post(struct emunic_coll *c, const struct coll_args *a, uint64_t *s
 		return 0;
 	}
 	/* The slot must be free: its last allreduce done, its sends read. */
-	if (c->posted - c->done >= AR_INFLIGHT || !coll_sends_done(c, sl->seq))
-		return -ENOSPC;
+	if (c->posted - c->done >= AR_INFLIGHT)
+		return coll_no_room(c, COLL_FULL_INFLIGHT);
+	if (!coll_sends_done(c, sl->seq))
+		return coll_no_room(c, COLL_FULL_SENDS);
 	rsag = bytes >= ar->rsag;
 	if (bytes)
 		memcpy(coll_ar_buf(c, s, AR_SRC, 0), a->sbuf, bytes);

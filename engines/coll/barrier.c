@@ -115,7 +115,7 @@ static int barrier_post(struct emunic_coll *c, const struct coll_args *a, uint64
 	}
 	/* Bounds every queue: see COLL_MAX_INFLIGHT. */
 	if (c->posted - c->done >= COLL_MAX_INFLIGHT)
-		return -ENOSPC;
+		return coll_no_room(c, COLL_FULL_INFLIGHT);
 	/* Every barrier's list is the same but for its wr_ids: checked and
 	 * built once (emunic_mq_prepare), then started (seed 003's lists were
 	 * posted anew each time; a persistent barrier, as MPI-4's

@@ -202,9 +202,11 @@ static int bc_post(struct emunic_coll *c, const struct coll_args *a, uint64_t *s
 	next = (struct bc_slot){ .seq = s, .parent = parent, .nseg = nseg_of(bc, a->count), .buf = a->rbuf,
 				 .bytes = a->count, .first = parent >= 0 ? bc->rs.ring[parent].used : 0 };
 	/* Room: this slot's last bcast given back, its segments' entries free. */
-	if (c->posted - c->done >= BC_INFLIGHT || (s > BC_SLOTS && bc->rs.reclaimed < s - BC_SLOTS) ||
+	if (c->posted - c->done >= BC_INFLIGHT)
+		return coll_no_room(c, COLL_FULL_INFLIGHT);
+	if ((s > BC_SLOTS && bc->rs.reclaimed < s - BC_SLOTS) ||
 	    (parent >= 0 && next.first + next.nseg > bc->rs.ring[parent].freed + bc->rs.nring))
-		return -ENOSPC;
+		return coll_no_room(c, COLL_FULL_SLOTS);
 	coll_rings_add_recvs(c, &bc->rs, &n, s);
 	if (parent < 0 && a->count)
 		memcpy(slot_mem(bc, s), a->sbuf, a->count);

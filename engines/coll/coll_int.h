@@ -8,6 +8,7 @@
 #ifndef EMUNIC_COLL_INT_H
 #define EMUNIC_COLL_INT_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <emunic/coll.h>
 
@@ -91,6 +92,15 @@ struct coll_sent {
 	uint32_t posted, done;
 };
 
+/* Why a post found no room (-ENOSPC): a blocking post that times out
+ * names it (request.c). */
+enum coll_full {
+	COLL_FULL_INFLIGHT = 1,	/* as many operations in flight as it keeps */
+	COLL_FULL_SENDS,	/* the sends of an earlier one not yet completed */
+	COLL_FULL_SLOTS,	/* the buffers of earlier ones not yet given back */
+	COLL_FULL_QUEUE,	/* the MQ, a peer's queue or the command ring */
+};
+
 struct emunic_coll {
 	struct emunic_dev *dev;
 	struct emunic_coll_attr attr;
@@ -119,6 +129,7 @@ struct emunic_coll {
 	int nreq;			/* requests handed out, not yet waited */
 	struct emunic_coll_req *spare;	/* waited requests, for the next post: no allocation a call */
 	bool wait_next;			/* a blocking call posts: its wait follows */
+	enum coll_full full;		/* why the last post found no room */
 	struct coll_ar *ar;		/* allreduce.c's state */
 	struct coll_bc *bc;		/* bcast.c's state */
 	struct coll_xg *xg;		/* exchange.c's state */
@@ -171,6 +182,12 @@ int coll_mq_post(struct emunic_coll *c, const struct emunic_task *t, unsigned n)
  * the same flag rule. */
 int coll_mq_start(struct emunic_coll *c, struct emunic_mq_prepared *pl, uint64_t seq);
 int coll_post_lists(struct emunic_coll *c, unsigned n, uint64_t seq);
+/* -ENOSPC, noting why (the three above note COLL_FULL_QUEUE themselves). */
+static inline int coll_no_room(struct emunic_coll *c, enum coll_full why)
+{
+	c->full = why;
+	return -ENOSPC;
+}
 /* Operation seq, just posted, has n sends (every algorithm's post says so). */
 void coll_sends_add(struct emunic_coll *c, uint64_t seq, unsigned n);
 /* A send of operation seq completed (or failed). */

@@ -114,7 +114,9 @@ const char *coll_kind_str(enum emunic_coll_kind k)
  * hand-over). */
 static int mq_post(struct emunic_coll *c, const struct emunic_task *t, unsigned n, bool last)
 {
-	return emunic_mq_post_flags(c->mq, t, n, c->wait_next && last ? EMUNIC_POST_WAIT_NEXT : 0);
+	int r = emunic_mq_post_flags(c->mq, t, n, c->wait_next && last ? EMUNIC_POST_WAIT_NEXT : 0);
+
+	return r == -ENOSPC ? coll_no_room(c, COLL_FULL_QUEUE) : r;
 }
 
 int coll_mq_post(struct emunic_coll *c, const struct emunic_task *t, unsigned n)
@@ -125,7 +127,9 @@ int coll_mq_post(struct emunic_coll *c, const struct emunic_task *t, unsigned n)
 int coll_mq_start(struct emunic_coll *c, struct emunic_mq_prepared *pl, uint64_t seq)
 {
 	/* The list's wr_ids are coll_wr_id(0, peer): + this gives seq's. */
-	return emunic_mq_start(pl, coll_wr_id(seq, 0), c->wait_next ? EMUNIC_POST_WAIT_NEXT : 0);
+	int r = emunic_mq_start(pl, coll_wr_id(seq, 0), c->wait_next ? EMUNIC_POST_WAIT_NEXT : 0);
+
+	return r == -ENOSPC ? coll_no_room(c, COLL_FULL_QUEUE) : r;
 }
 
 int coll_post_lists(struct emunic_coll *c, unsigned n, uint64_t seq)

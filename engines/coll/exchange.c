@@ -223,7 +223,7 @@ static int xg_post(struct emunic_coll *c, const struct coll_args *ar, uint64_t *
 	}
 	coll_rings_reclaim(&x->rs, c, give_back);
 	if (!room(c, s, NULL))
-		return -ENOSPC;
+		return coll_no_room(c, c->posted - c->done >= XG_INFLIGHT ? COLL_FULL_INFLIGHT : COLL_FULL_SLOTS);
 	*sl = (struct xg_slot){ .seq = s, .nseg = coll_nseg(x->seg, ar->count), .block = ar->count, .root = ar->root,
 				.rbuf = ar->kind != EMUNIC_COLL_GATHER || ar->root == c->rank ? ar->rbuf : NULL,
 				.first = sl->first, .segs = sl->segs };
@@ -233,7 +233,7 @@ static int xg_post(struct emunic_coll *c, const struct coll_args *ar, uint64_t *
 		memcpy(block_mem(c, s, k), (const unsigned char *)ar->sbuf + (size_t)k * ar->count, ar->count);
 	coll_rings_add_recvs(c, &x->rs, &n, s);
 	build_list(c, &n, sl);
-	r = room(c, s, sl) ? coll_post_lists(c, n, s) : -ENOSPC;
+	r = room(c, s, sl) ? coll_post_lists(c, n, s) : coll_no_room(c, COLL_FULL_SLOTS);
 	if (r) {
 		sl->seq = 0;
 		return r == -ENOSPC ? r : coll_err(c, r, "%s %llu: posting its %u tasks failed (%d)", c->alg->name,

@@ -34,12 +34,39 @@ static int alg_post(struct emunic_coll *c, const struct coll_args *a, uint64_t *
 
 	if (c->err && s >= c->err_seq)
 		return c->err;
-	return coll_sends_room(c, s) ? c->alg->post(c, a, seq) : -ENOSPC;
+	return coll_sends_room(c, s) ? c->alg->post(c, a, seq) : coll_no_room(c, COLL_FULL_SENDS);
+}
+
+/* A blocking post's bound ran out: why the last try found no room (each
+ * -ENOSPC says, coll_no_room), and which operation holds it. */
+static int no_room(struct emunic_coll *c)
+{
+	unsigned long long next = c->posted + 1, oldest = c->done + 1;
+	const char *name = c->alg->name;
+	int ms = coll_timeout(c);
+
+	switch (c->full) {
+	case COLL_FULL_INFLIGHT:
+		return coll_err(c, -ENOSPC, "%s %llu: no room to post it for %d ms: %llu are in flight, the most "
+				"it keeps, and %s %llu, the oldest, is not complete", name, next, ms,
+				next - oldest, name, oldest);
+	case COLL_FULL_SENDS:
+		return coll_err(c, -ENOSPC, "%s %llu: no room to post it for %d ms: the sends of an earlier one "
+				"have not completed (%llu of %llu sends counted on the send CQ)", name, next, ms,
+				(unsigned long long)emunic_cq_count(c->scq), (unsigned long long)c->sends_posted);
+	case COLL_FULL_SLOTS:
+		return coll_err(c, -ENOSPC, "%s %llu: no room to post it for %d ms: the buffers of earlier ones "
+				"are not free yet (%s %llu, the oldest in flight, is not complete, or a peer "
+				"has not taken what it was sent)", name, next, ms, name, oldest);
+	default:
+		return coll_err(c, -ENOSPC, "%s %llu: no room to post it for %d ms: the management queue, a "
+				"peer's send or receive queue, or the device's command ring (which the "
+				"device's other queues share) stayed full", name, next, ms);
+	}
 }
 
 /* A full queue (operations in flight, or other engines' lists ahead in the
  * command ring) only delays a blocking call: retry within the bound. */
-
 static int post_blocking(struct emunic_coll *c, const struct coll_args *a, uint64_t *seq)
 {
 	long long deadline = coll_now_ms() + coll_timeout(c);
@@ -56,13 +83,7 @@ static int post_blocking(struct emunic_coll *c, const struct coll_args *a, uint6
 		if (r != -ENOSPC)
 			return r;
 		if (coll_timeout(c) >= 0 && coll_now_ms() > deadline)
-			return c->done < c->posted && coll_sends_room(c, c->posted + 1) ?
-			       coll_err(c, r, "%s %llu: no room to post it for %d ms: %s %llu, the oldest in "
-					"flight, is not complete", c->alg->name, (unsigned long long)c->posted + 1,
-					coll_timeout(c), c->alg->name, (unsigned long long)c->done + 1) :
-			       coll_err(c, r, "%s %llu: no room to post it for %d ms: the sends of earlier ones "
-					"have not completed", c->alg->name, (unsigned long long)c->posted + 1,
-					coll_timeout(c));
+			return no_room(c);
 		nanosleep(&nap, NULL);
 	}
 }

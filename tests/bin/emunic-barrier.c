@@ -40,6 +40,7 @@ struct opts {
 	int stall_rank;			/* stops entering barriers half-way */
 	int timeout_rank, timeout_rank_ms;	/* this rank's timeout instead */
 	int inflight;			/* > 1: that many ibarriers posted at once */
+	int full;			/* --full: a blocking post with no room */
 	enum emunic_idle idle;
 };
 
@@ -457,13 +458,57 @@ static int compute_test(struct bar *b)
 	return r;
 }
 
+/* --full: rank 0 posts FULL_INFLIGHT ibarriers, as many as an object keeps in
+ * flight, while the others hold back for 1.5 bounds; its blocking barrier
+ * then finds no room for its whole bound and must fail -ENOSPC (the
+ * library names why on stderr).  Then the others come, and every ibarrier
+ * completes. */
+#define FULL_INFLIGHT 64
+static int full_test(struct bar *b)
+{
+	int r = 0, verdict = 0;
+
+	if (b->rank == 0) {
+		void *req[FULL_INFLIGHT];
+		int n = 0;
+
+		for (; n < FULL_INFLIGHT && !r; n++)
+			if ((r = do_ibarrier(b, &req[n])))
+				fail(b, r, "an ibarrier of the full set");
+		n -= r != 0;
+		if (!r) {
+			long long t0 = mono_ns();
+			int f = do_barrier(b);
+
+			printf("emunic-barrier: full: a blocking barrier behind %d ibarriers in flight: %s after %lld ms\n",
+			       n, f ? strerror(-f) : "posted and complete", (long long)(mono_ns() - t0) / 1000000);
+			if (f != -ENOSPC)
+				verdict = EXIT_VERIFY;
+		}
+		for (int j = 0; j < n; j++) {
+			int w = do_wait(b, req[j]);
+
+			if (w && !r)
+				r = fail(b, w, "waiting for an ibarrier of the full set");
+		}
+	} else {
+		struct timespec nap = { b->o.timeout_ms * 3 / 2 / 1000, (long)(b->o.timeout_ms * 3 / 2 % 1000) * 1000000 };
+
+		nanosleep(&nap, NULL);
+		for (int j = 0; j < FULL_INFLIGHT && !r; j++)
+			if ((r = do_barrier(b)))
+				fail(b, r, "a barrier matching rank 0's ibarriers");
+	}
+	return r ? r : report_done(b, verdict);
+}
+
 /* ---- options -------------------------------------------------------------- */
 
 static const char usage[] =
 "usage: emunic-run -n N emunic-barrier [--impl mq|ptp|none] [--signal send|write_imm]\n"
 "           [--conn dense|sparse] [--rounds N] [--skew-us MAX] [--ibarrier-compute]\n"
 "           [--compute-ms MS] [--spin-us US] [--idle default|spin|sleep] [--timeout-ms MS]\n"
-"           [--stall-rank R] [--timeout-rank R:MS] [--inflight K]\n"
+"           [--stall-rank R] [--timeout-rank R:MS] [--inflight K] [--full]\n"
 "  Verifies that no rank leaves a barrier before the last one entered it, over\n"
 "  N rounds with every rank entering after a random 0..MAX us (default 100).\n"
 "  --ibarrier-compute: post an ibarrier, compute MS ms (default 300) without\n"
@@ -477,7 +522,10 @@ static const char usage[] =
 "  --inflight K:\n"
 "  post K ibarriers (each after its delay), then complete them in order, the\n"
 "  first by test calls, the rest by wait.  --impl none: no barrier at all,\n"
-"  which the verification must catch.\n"
+"  which the verification must catch.  --full (2 ranks, mq): rank 0 posts\n"
+"  64 ibarriers, as many as an object keeps in flight, while the others\n"
+"  wait 1.5 bounds (--timeout-ms); its blocking barrier must fail ENOSPC\n"
+"  at its bound, naming why; then every ibarrier completes.\n"
 "  Exit: 0 verified, 1 verification failed, 2 usage, 3 RDMA or bootstrap error.\n";
 
 static int pick(const char *s, const char *a, const char *b_)
@@ -494,7 +542,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "compute-ms", required_argument, NULL, 'm' }, { "spin-us", required_argument, NULL, 'p' },
 		{ "idle", required_argument, NULL, 'd' }, { "timeout-ms", required_argument, NULL, 't' },
 		{ "stall-rank", required_argument, NULL, 'S' }, { "inflight", required_argument, NULL, 'n' },
-		{ "timeout-rank", required_argument, NULL, 'T' },
+		{ "timeout-rank", required_argument, NULL, 'T' }, { "full", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	int c, v;
@@ -529,6 +577,7 @@ static int parse(int argc, char **argv, struct opts *o)
 				return -1;
 			break;
 		case 'n': if ((o->inflight = atoi(optarg)) < 1 || o->inflight > 64) return -1; break;
+		case 'F': o->full = 1; break;
 		case 'h': fputs(usage, stdout); exit(0);
 		default: return -1;
 		}
@@ -537,6 +586,10 @@ static int parse(int argc, char **argv, struct opts *o)
 		return -1;
 	if (o->impl == IMPL_PTP && o->ca.conn == EMUNIC_COLL_SPARSE) {
 		fprintf(stderr, "emunic-barrier: --impl ptp has dense connections only\n");
+		return -1;
+	}
+	if (o->full && o->impl != IMPL_MQ) {
+		fprintf(stderr, "emunic-barrier: --full is for --impl mq\n");
 		return -1;
 	}
 	if (o->impl == IMPL_NONE && o->ibarrier_compute) {
@@ -573,7 +626,7 @@ int main(int argc, char **argv)
 	if (!r && (r = do_barrier(&b)))
 		fail(&b, r, "the first barrier");
 	if (!r)
-		r = b.o.ibarrier_compute ? compute_test(&b) : skew_test(&b);
+		r = b.o.full ? full_test(&b) : b.o.ibarrier_compute ? compute_test(&b) : skew_test(&b);
 	t = teardown(&b);
 	if (r == EXIT_VERIFY)
 		return EXIT_VERIFY;
