@@ -441,6 +441,11 @@ bool nic_unown(struct emunic_dev *d);
 bool nic_unown_posted(struct emunic_dev *d);
 /* Takes a kick over: the holder's next pass serves it. */
 void nic_take_kick(struct emunic_dev *d);
+/* Under the token, a waiter that took it to keep it across its looks: an
+ * urgent core timer set for work the waiter now runs is pushed out, as
+ * the hand-over of a look that gave the token back did (a tight post/wait
+ * loop never wakes the core). */
+void nic_assist_took(struct emunic_dev *d);
 /* This thread holds the token (it is inside the engine: a handler, say). */
 bool nic_owned(const struct emunic_dev *d);
 /* This thread holds some device's token (it is inside an engine). */

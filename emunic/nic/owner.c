@@ -160,6 +160,12 @@ bool nic_unown_posted(struct emunic_dev *d)
 	return unown(d, false, !is_core);
 }
 
+void nic_assist_took(struct emunic_dev *d)
+{
+	if (d->wake_urgent)
+		hand_over(d);
+}
+
 void nic_take_kick(struct emunic_dev *d)
 {
 	atomic_store_explicit(&d->kick, 0, memory_order_relaxed);
