@@ -66,7 +66,7 @@ int nic_wait(struct emunic_dev *d, struct emunic_word *const *w, unsigned nw, bo
 	uint64_t now = emunic_now_ns(), budget = assist_ns(), until = budget == UINT64_MAX ? budget : now + budget;
 	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : now + (uint64_t)timeout_ms * EMUNIC_NS_PER_MS;
 	bool handlers = nic_handlers_ok(), assisting = true, mine = false;
-	unsigned busy = 0, busy_owned = 0;	/* passes under the token kept */
+	unsigned busy = 0;
 	uint32_t seq[128];
 	int r;
 
@@ -90,17 +90,16 @@ int nic_wait(struct emunic_dev *d, struct emunic_word *const *w, unsigned nw, bo
 			break;
 		}
 		if (now < until) {
-			if (mine || (mine = nic_own(d))) {
+			if (!mine && (mine = nic_own(d)))
+				nic_assist_took(d);
+			if (mine) {
 				int n;
 
 				nic_take_kick(d);	/* this pass serves it */
-				if (!busy_owned++)
-					nic_assist_took(d);
 				n = nic_pass(d);
 				if (atomic_load_explicit(&d->notices, memory_order_relaxed)) {
 					nic_unown(d);
 					mine = false;
-					busy_owned = 0;
 					nic_notices_out(d);
 				}
 				busy = 0;
@@ -124,7 +123,6 @@ int nic_wait(struct emunic_dev *d, struct emunic_word *const *w, unsigned nw, bo
 			assisting = false;
 			leave(d, mine);
 			mine = false;
-			busy_owned = 0;
 		}
 		nic_notices_out(d);
 		emunic_word_sleep_any(w, seq, nw, deadline - now < SLEEP_SLICE_NS ? deadline - now : SLEEP_SLICE_NS);

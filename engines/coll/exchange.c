@@ -182,19 +182,20 @@ static int check_args(struct emunic_coll *c, const struct coll_args *ar, uint64_
 	return 0;
 }
 
-/* Room for seq: fewer than XG_INFLIGHT in flight, its slot's last
- * operation given back, and (known once its list is built) every ring it
- * takes messages from free for them. */
-static bool room(const struct emunic_coll *c, uint64_t s, const struct xg_slot *sl)
+/* Room for seq (0), or why not: fewer than XG_INFLIGHT in flight, its
+ * slot's last operation given back, and (known once its list is built)
+ * every ring it takes messages from free for them. */
+static enum coll_full room(const struct emunic_coll *c, uint64_t s, const struct xg_slot *sl)
 {
 	const struct coll_xg *x = c->xg;
 
 	if (!sl)
-		return c->posted - c->done < XG_INFLIGHT && (s <= XG_SLOTS || x->rs.reclaimed >= s - XG_SLOTS);
+		return c->posted - c->done >= XG_INFLIGHT ? COLL_FULL_INFLIGHT
+		       : s > XG_SLOTS && x->rs.reclaimed < s - XG_SLOTS ? COLL_FULL_SLOTS : 0;
 	for (int q = 0; q < c->size; q++)
 		if (x->rs.ring[q].used + sl->segs[q] > x->rs.ring[q].freed + x->rs.nring)
-			return false;
-	return true;
+			return COLL_FULL_SLOTS;
+	return 0;
 }
 
 /* A job of one: the data is the caller's own. */
@@ -211,6 +212,7 @@ static int xg_post(struct emunic_coll *c, const struct coll_args *ar, uint64_t *
 	uint64_t s = c->posted + 1;
 	unsigned n = 0;
 	struct xg_slot *sl = &x->slot[s % XG_SLOTS];
+	enum coll_full full;
 	int r;
 
 	r = check_args(c, ar, s);
@@ -222,8 +224,8 @@ static int xg_post(struct emunic_coll *c, const struct coll_args *ar, uint64_t *
 		return 0;
 	}
 	coll_rings_reclaim(&x->rs, c, give_back);
-	if (!room(c, s, NULL))
-		return coll_no_room(c, c->posted - c->done >= XG_INFLIGHT ? COLL_FULL_INFLIGHT : COLL_FULL_SLOTS);
+	if ((full = room(c, s, NULL)))
+		return coll_no_room(c, full);
 	*sl = (struct xg_slot){ .seq = s, .nseg = coll_nseg(x->seg, ar->count), .block = ar->count, .root = ar->root,
 				.rbuf = ar->kind != EMUNIC_COLL_GATHER || ar->root == c->rank ? ar->rbuf : NULL,
 				.first = sl->first, .segs = sl->segs };
@@ -233,7 +235,7 @@ static int xg_post(struct emunic_coll *c, const struct coll_args *ar, uint64_t *
 		memcpy(block_mem(c, s, k), (const unsigned char *)ar->sbuf + (size_t)k * ar->count, ar->count);
 	coll_rings_add_recvs(c, &x->rs, &n, s);
 	build_list(c, &n, sl);
-	r = room(c, s, sl) ? coll_post_lists(c, n, s) : coll_no_room(c, COLL_FULL_SLOTS);
+	r = (full = room(c, s, sl)) ? coll_no_room(c, full) : coll_post_lists(c, n, s);
 	if (r) {
 		sl->seq = 0;
 		return r == -ENOSPC ? r : coll_err(c, r, "%s %llu: posting its %u tasks failed (%d)", c->alg->name,
