@@ -14,8 +14,8 @@
  *     roots     every root in turn, three sizes each, and a small bcast of
  *               the sparse object from every root
  *     inflight  three ibcasts in flight (different roots), waited in reverse
- *               order; with a late root (300 ms) a fourth post is -ENOSPC
- *               and test says not done
+ *               order; with a late root (it posts after the others tried a
+ *               fourth) a fourth post is -ENOSPC and test says not done
  *     late      the last rank enters late (1 s, 0.5 s), as a leaf under a rank
  *               that forwards to it, then as an inner rank (the root runs
  *               8 MiB and 3 MiB ahead of it), then as the root
@@ -365,13 +365,16 @@ static void t_inflight(bool ptp)
 		unsigned it[3];
 		int root[3];
 
-		/* Round 0: the last rank comes 300 ms late and is every
-		 * bcast's root, so nothing can complete on the others: a
-		 * fourth post must find no room, and test must say not done.
-		 * (A bcast that does not go through the late rank may complete
-		 * without it, so the other rounds cannot tell.) */
-		if (round == 0 && rank == late)
-			sleep_ms(300);
+		/* Round 0: the last rank is every bcast's root and posts only
+		 * after the others tried a fourth (the bootstrap's barrier, not
+		 * a sleep: two guests on two host cores can stall a rank for
+		 * longer than any sleep), so nothing can complete on the
+		 * others: that fourth post must find no room, and test must
+		 * say not done.  (A bcast that does not go through the late
+		 * rank may complete without it, so the other rounds cannot
+		 * tell.) */
+		if (round == 0 && rank == late && emunic_boot_barrier(boot))
+			DIE("the bootstrap barrier before round 0");
 		for (int k = 0; k < 3; k++) {
 			size_t n = bytes[k] + (size_t)round;
 			int r;
@@ -393,6 +396,8 @@ static void t_inflight(bool ptp)
 			for (int k = 0; k < 3; k++)
 				if ((r = o_test(&rq[k])) != 0)
 					FAIL("ibcast %d from the late root: test says %d before the root posted", k, r);
+			if (emunic_boot_barrier(boot))
+				DIE("the bootstrap barrier after the fourth ibcast");
 		}
 		for (int k = 2; k >= 0; k--) {
 			int r = o_wait(&rq[k], WAIT_MS);
