@@ -472,7 +472,12 @@ end:	do
 inline leave()
 {
 	if
+#ifndef MUT_KEEP
 	:: mine -> atomic { assisting--; ok = 1; mine = 0 }
+#else
+	/* broken: a waiter that kept the token leaves without giving it back */
+	:: mine -> atomic { assisting--; ok = 0; mine = 0 }
+#endif
 	:: else ->
 		atomic {
 			assisting--;
