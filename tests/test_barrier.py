@@ -138,6 +138,26 @@ def test_a_blocking_post_with_no_room_says_why(rxe):
                      r"it keeps, and barrier (\d+), the oldest, is not complete", out), out
 
 
+def test_a_failure_queued_behind_a_waited_ibarrier_is_named_by_that_wait(rxe):
+    """Two ibarriers run for a second before the first is waited; the
+    second's WAIT on rank 0 fails (rank 0's third receive turned into an
+    error; the first barrier is the untimed one).  The wait for the first
+    succeeds and must read the failure queued behind it before it returns
+    (engines/coll/complete.c coll_wait_seq), naming it (and disconnecting,
+    so that its peers fail now), not leave it to the application's next
+    call: rank 0's line for that failure comes before its line for the
+    first wait.  Without the read, it comes after."""
+    rc, out = barrier(rxe, 2, "--impl mq --behind --timeout-ms 10000",
+                      wrap="-f wc:status=REM_ACCESS_ERR,rank=0,op=3,opcode=recv", timeout=60)
+    assert rc == 0, out
+    lines = [l for l in out.splitlines() if "rank 0:" in l]
+    failed = [i for i, l in enumerate(lines) if "coll: barrier 3: WAIT for peer 1 failed: remote access error" in l]
+    waited = [i for i, l in enumerate(lines) if "behind: ibarrier 1 waited: ok" in l]
+    assert failed and waited and failed[0] < waited[0], out
+    assert "rank 0: behind: ibarrier 2 waited: Input/output error" in out, out
+    # (Rank 1's second may complete: rank 0's signal for it was sent.)
+
+
 def test_ptp_ibarrier_needs_the_app(rxe):
     """The same check fails for the host-progressed baseline: it proves the
     check can fail, and that the mq result is the progress core's work."""

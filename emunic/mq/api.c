@@ -130,6 +130,11 @@ int emunic_mq_poll(struct emunic_mq *mq, struct emunic_wc *wc, int n)
 	return got;
 }
 
+int emunic_mq_pending(const struct emunic_mq *mq)
+{
+	return mq && !emunic_ring_empty(&((struct emunic_mq *)mq)->wc);
+}
+
 static bool mq_has(void *arg)
 {
 	struct emunic_mq *mq = arg;

@@ -186,7 +186,10 @@ static int report_timeout(const struct emunic_coll *c, uint64_t seq, int timeout
  * a completion the wait returns is read as coll_progress reads one (the
  * sends first), and the next look is at the operation's status.  (An
  * assist before the wait, and one after each completion, cost ~1,300
- * instructions a blocking barrier and found nothing the wait would not.) */
+ * instructions a blocking barrier and found nothing the wait would not.)
+ * Once seq is done, completions already queued behind it are read before
+ * returning (no pass: they are there), so a later operation's failure is
+ * named, and its peers told, now rather than at the next call. */
 int coll_wait_seq(struct emunic_coll *c, uint64_t seq, int timeout_ms)
 {
 	long long deadline = timeout_ms < 0 ? -1 : coll_now_ms() + timeout_ms;
@@ -200,6 +203,8 @@ int coll_wait_seq(struct emunic_coll *c, uint64_t seq, int timeout_ms)
 		if (r)
 			return r;
 		s = coll_seq_status(c, seq);
+		if (s > 0 && emunic_mq_pending(c->mq))
+			s = (r = coll_progress(c)) ? r : s;	/* queued behind it: below */
 		if (s)
 			return s < 0 ? s : 0;
 		if (deadline >= 0) {

@@ -377,5 +377,9 @@ void emunic_mq_prepared_free(struct emunic_mq_prepared *pl);
 int emunic_mq_poll(struct emunic_mq *mq, struct emunic_wc *wc, int n);
 /* One MQ completion, waiting at most timeout_ms (< 0: forever); -ETIMEDOUT. */
 int emunic_mq_wait(struct emunic_mq *mq, struct emunic_wc *wc, int timeout_ms);
+/* 1 if MQ completions are queued, not yet taken, else 0: a look that runs
+ * nothing (no engine pass), for a caller that wants to read what is
+ * already there without paying for a poll that finds nothing. */
+int emunic_mq_pending(const struct emunic_mq *mq);
 
 #endif /* EMUNIC_MQ_H */

@@ -41,6 +41,7 @@ struct opts {
 	int timeout_rank, timeout_rank_ms;	/* this rank's timeout instead */
 	int inflight;			/* > 1: that many ibarriers posted at once */
 	int full;			/* --full: a blocking post with no room */
+	int behind;			/* --behind: a failure queued behind a waited one */
 	enum emunic_idle idle;
 };
 
@@ -502,13 +503,39 @@ static int full_test(struct bar *b)
 	return r ? r : report_done(b, verdict);
 }
 
+/* --behind (2 ranks, mq, under a fault that fails the second): each rank
+ * posts two ibarriers and lets the core run both for a second, so the
+ * second's failure is queued behind the first's completion by the time the
+ * first is waited.  That wait must read it (the library names it on
+ * stderr, and tells the peers) before it returns, not leave it to the next
+ * call: the line printed after it comes after the failure's. */
+static int behind_test(struct bar *b)
+{
+	struct timespec nap = { 1, 0 };
+	void *req[2];
+	int r, w1, w2;
+
+	if ((r = do_ibarrier(b, &req[0])))
+		return fail(b, r, "the first ibarrier");
+	if ((r = do_ibarrier(b, &req[1]))) {
+		do_wait(b, req[0]);
+		return fail(b, r, "the second ibarrier");
+	}
+	nanosleep(&nap, NULL);
+	w1 = do_wait(b, req[0]);
+	fprintf(stderr, "emunic-barrier: rank %d: behind: ibarrier 1 waited: %s\n", b->rank, w1 ? strerror(-w1) : "ok");
+	w2 = do_wait(b, req[1]);
+	fprintf(stderr, "emunic-barrier: rank %d: behind: ibarrier 2 waited: %s\n", b->rank, w2 ? strerror(-w2) : "ok");
+	return report_done(b, 0);
+}
+
 /* ---- options -------------------------------------------------------------- */
 
 static const char usage[] =
 "usage: emunic-run -n N emunic-barrier [--impl mq|ptp|none] [--signal send|write_imm]\n"
 "           [--conn dense|sparse] [--rounds N] [--skew-us MAX] [--ibarrier-compute]\n"
 "           [--compute-ms MS] [--spin-us US] [--idle default|spin|sleep] [--timeout-ms MS]\n"
-"           [--stall-rank R] [--timeout-rank R:MS] [--inflight K] [--full]\n"
+"           [--stall-rank R] [--timeout-rank R:MS] [--inflight K] [--full] [--behind]\n"
 "  Verifies that no rank leaves a barrier before the last one entered it, over\n"
 "  N rounds with every rank entering after a random 0..MAX us (default 100).\n"
 "  --ibarrier-compute: post an ibarrier, compute MS ms (default 300) without\n"
@@ -525,7 +552,9 @@ static const char usage[] =
 "  which the verification must catch.  --full (2 ranks, mq): rank 0 posts\n"
 "  64 ibarriers, as many as an object keeps in flight, while the others\n"
 "  wait 1.5 bounds (--timeout-ms); its blocking barrier must fail ENOSPC\n"
-"  at its bound, naming why; then every ibarrier completes.\n"
+"  at its bound, naming why; then every ibarrier completes.  --behind (2\n"
+"  ranks, mq, with a fault spec that fails the second): two ibarriers, both\n"
+"  run for 1 s before the first is waited; each wait's result is printed.\n"
 "  Exit: 0 verified, 1 verification failed, 2 usage, 3 RDMA or bootstrap error.\n";
 
 static int pick(const char *s, const char *a, const char *b_)
@@ -543,7 +572,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "idle", required_argument, NULL, 'd' }, { "timeout-ms", required_argument, NULL, 't' },
 		{ "stall-rank", required_argument, NULL, 'S' }, { "inflight", required_argument, NULL, 'n' },
 		{ "timeout-rank", required_argument, NULL, 'T' }, { "full", no_argument, NULL, 'F' },
-		{ "help", no_argument, NULL, 'h' }, { 0 }
+		{ "behind", no_argument, NULL, 'B' }, { "help", no_argument, NULL, 'h' }, { 0 }
 	};
 	int c, v;
 
@@ -578,6 +607,7 @@ static int parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'n': if ((o->inflight = atoi(optarg)) < 1 || o->inflight > 64) return -1; break;
 		case 'F': o->full = 1; break;
+		case 'B': o->behind = 1; break;
 		case 'h': fputs(usage, stdout); exit(0);
 		default: return -1;
 		}
@@ -588,8 +618,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		fprintf(stderr, "emunic-barrier: --impl ptp has dense connections only\n");
 		return -1;
 	}
-	if (o->full && o->impl != IMPL_MQ) {
-		fprintf(stderr, "emunic-barrier: --full is for --impl mq\n");
+	if ((o->full || o->behind) && o->impl != IMPL_MQ) {
+		fprintf(stderr, "emunic-barrier: --full and --behind are for --impl mq\n");
 		return -1;
 	}
 	if (o->impl == IMPL_NONE && o->ibarrier_compute) {
@@ -626,7 +656,10 @@ int main(int argc, char **argv)
 	if (!r && (r = do_barrier(&b)))
 		fail(&b, r, "the first barrier");
 	if (!r)
-		r = b.o.full ? full_test(&b) : b.o.ibarrier_compute ? compute_test(&b) : skew_test(&b);
+		r = b.o.full	     ? full_test(&b)
+		    : b.o.behind	     ? behind_test(&b)
+		    : b.o.ibarrier_compute ? compute_test(&b)
+					     : skew_test(&b);
 	t = teardown(&b);
 	if (r == EXIT_VERIFY)
 		return EXIT_VERIFY;
