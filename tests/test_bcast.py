@@ -43,6 +43,23 @@ def test_a_late_rank_and_the_root_reusing_its_buffer(rxe, n):
     assert "emunic-bcast: late: rank %d late" % (n - 1) in out, out
 
 
+def test_a_blocking_post_whose_slots_are_held_says_why(rxe):
+    """Root 0 runs blocking 1 MiB bcasts ahead of a child that stays away
+    1.5 bounds (2 s): the child's landing ring takes three, the fourth's
+    sends meet RNR, and once the root's slots all wait on them its next
+    blocking bcast must fail ENOSPC at its bound, naming the slots (each
+    -ENOSPC site records why: engines/coll/request.c no_room).  Then the
+    child takes every one (checked)."""
+    out = bcast(rxe, 2, "slots", timeout=120)
+    m = re.search(r"emunic-bcast: slots: root 0 ran (\d+) bcasts ahead, then a blocking bcast: "
+                  r"No space left on device after (\d+) ms", out)
+    assert m and int(m.group(1)) >= 4 and 2000 <= int(m.group(2)) < 4000, out
+    n = int(m.group(1))
+    assert re.search(r"rank 0: coll: bcast %d: no room to post it for 2000 ms: the buffers of earlier ones are "
+                     r"not free yet \(all %d posted are complete here: a peer has not taken what it was sent\)"
+                     % (n + 1, n), out), out
+
+
 def test_bad_calls_are_named_and_change_nothing(rxe):
     out = bcast(rxe, 3, "invalid")
     for line in ("root -1 is not a rank", "root 3 is not a rank", "a NULL buffer",

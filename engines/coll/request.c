@@ -55,6 +55,10 @@ static int no_room(struct emunic_coll *c)
 				"have not completed (%llu of %llu sends counted on the send CQ)", name, next, ms,
 				(unsigned long long)emunic_cq_count(c->scq), (unsigned long long)c->sends_posted);
 	case COLL_FULL_SLOTS:
+		if (oldest == next)	/* nothing in flight here */
+			return coll_err(c, -ENOSPC, "%s %llu: no room to post it for %d ms: the buffers of earlier "
+					"ones are not free yet (all %llu posted are complete here: a peer has not "
+					"taken what it was sent)", name, next, ms, next - 1);
 		return coll_err(c, -ENOSPC, "%s %llu: no room to post it for %d ms: the buffers of earlier ones "
 				"are not free yet (%s %llu, the oldest in flight, is not complete, or a peer "
 				"has not taken what it was sent)", name, next, ms, name, oldest);
@@ -97,7 +101,16 @@ static int post_wait(struct emunic_coll *c, const struct coll_args *a)
 	c->wait_next = true;
 	r = post_blocking(c, a, &seq);
 	c->wait_next = false;
-	return r ? r : coll_wait_seq(c, seq, coll_timeout(c));
+	if (r)
+		return r;
+	r = coll_wait_seq(c, seq, coll_timeout(c));
+	/* Failed before the wait ran the engine (an earlier send's failure
+	 * was seen first): the list it posted for the wait to run
+	 * (EMUNIC_POST_WAIT_NEXT) runs now, in a poll's assist, not when the
+	 * core's timer fires (up to 1 s later). */
+	if (r)
+		coll_progress(c);
+	return r;
 }
 
 int emunic_barrier(struct emunic_coll *c)

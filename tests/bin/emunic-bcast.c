@@ -26,6 +26,10 @@
  *               ETIMEDOUT), each call within 2 s of its bound (2 s), and
  *               every bcast after its first failure fails too (a blocking
  *               one behind three timed-out ones: -ENOSPC); none hangs
+ *     slots     root 0 runs blocking 1 MiB bcasts ahead of the others, who
+ *               stay away 1.5 bounds (2 s): once the slots wait for sends
+ *               held by RNR, its next must fail -ENOSPC at its bound (the
+ *               library says why on stderr); then the others take them all
  *     all       sizes roots inflight
  *     ptp-sizes, ptp-roots, ptp-all   the data checks on the baseline
  *
@@ -559,6 +563,62 @@ static void t_fault(bool ptp)
 		FAIL("no bcast failed under the fault");
 }
 
+/* The root runs ahead of a child that stays away for 1.5 bounds: its
+ * blocking bcasts go on until the child's landing ring is full and its
+ * slots wait for sends that meet RNR; the next must fail -ENOSPC at its
+ * bound, and the library names why (the slots: engines/coll/request.c
+ * no_room).  Then the child comes and takes every bcast the root posted
+ * (their number through the bootstrap), checked. */
+#define SLOTS_MS 2000
+static void t_slots(void)
+{
+	struct emunic_coll_attr a;
+	struct emunic_coll *c;
+	int n = 0, r = 0, all[256];
+	long long t0 = now_ms();
+
+	if (size > 256)
+		DIE("slots: at most 256 ranks");
+	emunic_coll_attr_init(&a);
+	a.kind = EMUNIC_COLL_BCAST;
+	a.max_bytes = MAXB;
+	a.timeout_ms = SLOTS_MS;
+	if ((r = emunic_coll_create(dev, &a, &c)))
+		DIE("emunic_coll_create (slots): %s", strerror(-r));
+	if (rank == 0) {
+		for (; n < 64; n++) {
+			prepare(buf, MAXB, 0, iter + 1 + (unsigned)n);
+			t0 = now_ms();
+			if ((r = emunic_bcast(c, buf, MAXB, 0)))
+				break;
+		}
+		printf("emunic-bcast: slots: root 0 ran %d bcasts ahead, then a blocking bcast: %s after %lld ms\n", n,
+		       r ? strerror(-r) : "none failed", now_ms() - t0);
+		fflush(stdout);
+		if (r != -ENOSPC)
+			FAIL("slots: the bcast after %d found %s, not -ENOSPC", n, r ? strerror(-r) : "room");
+	} else {
+		sleep_ms(SLOTS_MS * 3 / 2);
+	}
+	if (emunic_boot_allgather(boot, &n, sizeof(n), all))
+		DIE("slots: the bootstrap's allgather");
+	n = all[0];
+	for (int k = 0; rank != 0 && k < n; k++) {
+		unsigned it = iter + 1 + (unsigned)k;
+
+		prepare(buf, MAXB, 0, it);
+		if ((r = emunic_bcast(c, buf, MAXB, 0))) {
+			FAIL("slots: bcast %d of the %d the root ran ahead: %s", k + 1, n, strerror(-r));
+			break;
+		}
+		verify("slots", buf, MAXB, 0, it, false);
+	}
+	iter += (unsigned)n;
+	emunic_boot_barrier(boot);
+	if ((r = emunic_coll_destroy(c)))
+		FAIL("slots: destroying the object: %s", strerror(-r));
+}
+
 static void t_sizes_off(void) { t_sizes(false); }
 static void t_roots_off(void) { t_roots(false); }
 static void t_inflight_off(void) { t_inflight(false); }
@@ -571,7 +631,7 @@ static void t_roots_ptp(void) { t_roots(true); }
 static const struct { const char *name; void (*fn)(void); } checks[] = {
 	{ "sizes", t_sizes_off }, { "roots", t_roots_off }, { "inflight", t_inflight_off },
 	{ "late", t_late_off }, { "invalid", t_invalid_off }, { "fault", t_fault_off },
-	{ "ptp-sizes", t_sizes_ptp }, { "ptp-roots", t_roots_ptp },
+	{ "slots", t_slots }, { "ptp-sizes", t_sizes_ptp }, { "ptp-roots", t_roots_ptp },
 };
 #define NCHECK (sizeof(checks) / sizeof(checks[0]))
 
@@ -586,7 +646,7 @@ static int find(const char *name)
 static void usage(void)
 {
 	fprintf(stderr, "usage: emunic-run -n N [-f SPEC] emunic-bcast CHECK [CHECK...]\n"
-			"  CHECK: sizes|roots|inflight|late|invalid|fault|ptp-sizes|ptp-roots,\n"
+			"  CHECK: sizes|roots|inflight|late|invalid|fault|slots|ptp-sizes|ptp-roots,\n"
 			"         all (sizes roots inflight), ptp-all (ptp-sizes ptp-roots); fault alone\n");
 }
 
