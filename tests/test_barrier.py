@@ -139,14 +139,14 @@ def test_a_blocking_post_with_no_room_says_why(rxe):
 
 
 def test_a_failure_queued_behind_a_waited_ibarrier_is_named_by_that_wait(rxe):
-    """Two ibarriers run for a second before the first is waited; the
-    second's WAIT on rank 0 fails (rank 0's third receive turned into an
-    error; the first barrier is the untimed one).  The wait for the first
-    succeeds and must read the failure queued behind it before it returns
-    (engines/coll/complete.c coll_wait_seq), naming it (and disconnecting,
-    so that its peers fail now), not leave it to the application's next
-    call: rank 0's line for that failure comes before its line for the
-    first wait.  Without the read, it comes after."""
+    """Two ibarriers run for 2 s (from when both ranks posted both) before
+    the first is waited; the second's WAIT on rank 0 fails (rank 0's third
+    receive turned into an error; the first barrier is the untimed one).
+    The wait for the first succeeds and must read the failure queued
+    behind it before it returns (engines/coll/complete.c coll_wait_seq),
+    naming it (and disconnecting, so that its peers fail now), not leave it
+    to the application's next call: rank 0's line for that failure comes
+    before its line for the first wait.  Without the read, it comes after."""
     rc, out = barrier(rxe, 2, "--impl mq --behind --timeout-ms 10000",
                       wrap="-f wc:status=REM_ACCESS_ERR,rank=0,op=3,opcode=recv", timeout=60)
     assert rc == 0, out

@@ -44,12 +44,12 @@ def test_a_late_rank_and_the_root_reusing_its_buffer(rxe, n):
 
 
 def test_a_blocking_post_whose_slots_are_held_says_why(rxe):
-    """Root 0 runs blocking 1 MiB bcasts ahead of a child that stays away
-    1.5 bounds (2 s): the child's landing ring takes three, the fourth's
-    sends meet RNR, and once the root's slots all wait on them its next
-    blocking bcast must fail ENOSPC at its bound, naming the slots (each
-    -ENOSPC site records why: engines/coll/request.c no_room).  Then the
-    child takes every one (checked)."""
+    """Root 0 runs blocking 1 MiB bcasts ahead of a child held back until
+    the root is done: the child's landing ring takes three, the fourth's
+    sends meet RNR, and once the root's slots all wait on them (the 8th)
+    its next blocking bcast must fail ENOSPC at its bound (2 s), naming the
+    slots (each -ENOSPC site records why: engines/coll/request.c no_room).
+    Then the child takes every one (checked)."""
     out = bcast(rxe, 2, "slots", timeout=120)
     m = re.search(r"emunic-bcast: slots: root 0 ran (\d+) bcasts ahead, then a blocking bcast: "
                   r"No space left on device after (\d+) ms", out)

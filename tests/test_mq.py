@@ -14,7 +14,7 @@ CHECKS = {
     "wait_base": "the wait base advances on WAIT_EN_LAST",
     "consumed": "completions consumed by a WAIT are not returned to the app's poll",
     "consumed_after": "the same when the completions arrived before the WAIT was posted",
-    "signal_once": "SIGNAL produces exactly one MQ completion",
+    "signal_once": "SIGNAL produces exactly one MQ completion (emunic_mq_pending sees it, then not)",
     "no_interleave": "two task lists posted together are not interleaved",
     "rnr": "a receive not yet enabled makes the sender see RNR (rnr_retry 0)",
     "invalid": "invalid lists are rejected and leave the MQ usable",

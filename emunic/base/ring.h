@@ -89,7 +89,7 @@ static inline void emunic_ring_pop(struct emunic_ring *r)
 	atomic_store_explicit(&r->head, h + 1, memory_order_release);
 }
 
-static inline bool emunic_ring_empty(struct emunic_ring *r)
+static inline bool emunic_ring_empty(const struct emunic_ring *r)
 {
 	return atomic_load_explicit(&r->head, memory_order_acquire) ==
 	       atomic_load_explicit(&r->tail, memory_order_acquire);

@@ -132,7 +132,7 @@ int emunic_mq_poll(struct emunic_mq *mq, struct emunic_wc *wc, int n)
 
 int emunic_mq_pending(const struct emunic_mq *mq)
 {
-	return mq && !emunic_ring_empty(&((struct emunic_mq *)mq)->wc);
+	return mq && !emunic_ring_empty(&mq->wc);
 }
 
 static bool mq_has(void *arg)

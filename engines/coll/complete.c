@@ -204,7 +204,7 @@ int coll_wait_seq(struct emunic_coll *c, uint64_t seq, int timeout_ms)
 			return r;
 		s = coll_seq_status(c, seq);
 		if (s > 0 && emunic_mq_pending(c->mq))
-			s = (r = coll_progress(c)) ? r : s;	/* queued behind it: below */
+			coll_progress(c);	/* queued behind it (below); seq's result stands */
 		if (s)
 			return s < 0 ? s : 0;
 		if (deadline >= 0) {

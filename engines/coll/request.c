@@ -104,12 +104,16 @@ static int post_wait(struct emunic_coll *c, const struct coll_args *a)
 	if (r)
 		return r;
 	r = coll_wait_seq(c, seq, coll_timeout(c));
-	/* Failed before the wait ran the engine (an earlier send's failure
-	 * was seen first): the list it posted for the wait to run
-	 * (EMUNIC_POST_WAIT_NEXT) runs now, in a poll's assist, not when the
-	 * core's timer fires (up to 1 s later). */
-	if (r)
+	/* Failed (an earlier send's failure may be seen before the wait ran
+	 * the engine): the list it posted for the wait to run
+	 * (EMUNIC_POST_WAIT_NEXT) runs now, not when the core's timer fires
+	 * (up to 1 s later).  An MQ poll runs an assist only when it finds
+	 * nothing: the first call reads what is queued, the second's poll
+	 * then finds the MQ empty. */
+	if (r && c->err) {
 		coll_progress(c);
+		coll_progress(c);
+	}
 	return r;
 }
 

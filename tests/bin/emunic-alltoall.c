@@ -478,10 +478,12 @@ static void three(struct obj *o, const size_t *blocks, int late, long late_ms, b
 	/* With a fourth to try, the late rank posts only once the others
 	 * have tried it: the bootstrap's barrier, not a sleep (two guests on
 	 * two host cores can stall a rank for longer than any sleep). */
-	if (rank == late && fourth && emunic_boot_barrier(boot))
-		DIE("%s: the bootstrap barrier before posting", tag);
-	else if (rank == late)
+	if (rank == late && fourth) {
+		if (emunic_boot_barrier(boot))
+			DIE("%s: the bootstrap barrier before posting", tag);
+	} else if (rank == late) {
 		sleep_ms(late_ms);
+	}
 	for (int j = 0; j < 3; j++) {
 		k[j] = call_of(sbuf[j], rbuf[j], blocks[j], false);
 		k[j].reused = true;

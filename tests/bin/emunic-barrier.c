@@ -504,14 +504,15 @@ static int full_test(struct bar *b)
 }
 
 /* --behind (2 ranks, mq, under a fault that fails the second): each rank
- * posts two ibarriers and lets the core run both for a second, so the
- * second's failure is queued behind the first's completion by the time the
- * first is waited.  That wait must read it (the library names it on
- * stderr, and tells the peers) before it returns, not leave it to the next
- * call: the line printed after it comes after the failure's. */
+ * posts two ibarriers; once both ranks have (the bootstrap's barrier: every
+ * signal is on its way) the core runs them for 2 s, so the second's failure
+ * is queued behind the first's completion by the time the first is waited.
+ * That wait must read it (the library names it on stderr, and tells the
+ * peers) before it returns, not leave it to the next call: the line
+ * printed after it comes after the failure's. */
 static int behind_test(struct bar *b)
 {
-	struct timespec nap = { 1, 0 };
+	struct timespec nap = { 2, 0 };
 	void *req[2];
 	int r, w1, w2;
 
@@ -521,6 +522,8 @@ static int behind_test(struct bar *b)
 		do_wait(b, req[0]);
 		return fail(b, r, "the second ibarrier");
 	}
+	if ((r = emunic_boot_barrier(b->boot)))
+		return fail(b, r, "emunic_boot_barrier");
 	nanosleep(&nap, NULL);
 	w1 = do_wait(b, req[0]);
 	fprintf(stderr, "emunic-barrier: rank %d: behind: ibarrier 1 waited: %s\n", b->rank, w1 ? strerror(-w1) : "ok");
@@ -554,7 +557,7 @@ static const char usage[] =
 "  wait 1.5 bounds (--timeout-ms); its blocking barrier must fail ENOSPC\n"
 "  at its bound, naming why; then every ibarrier completes.  --behind (2\n"
 "  ranks, mq, with a fault spec that fails the second): two ibarriers, both\n"
-"  run for 1 s before the first is waited; each wait's result is printed.\n"
+"  run for 2 s before the first is waited; each wait's result is printed.\n"
 "  Exit: 0 verified, 1 verification failed, 2 usage, 3 RDMA or bootstrap error.\n";
 
 static int pick(const char *s, const char *a, const char *b_)

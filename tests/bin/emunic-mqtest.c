@@ -299,12 +299,19 @@ static void t_signal_once(void)
 		recvs(3);
 	sync_ranks();
 	if (T->rank == 0) {
+		CHECK(emunic_mq_pending(T->mq) == 0, "emunic_mq_pending: 1 on an MQ with nothing posted");
 		l[0] = data(EMUNIC_TASK_SEND, 0);
 		l[1] = data(EMUNIC_TASK_SEND, 1);
 		l[1].flags = EMUNIC_TASK_SIGNAL;
 		l[2] = data(EMUNIC_TASK_SEND, 2);
 		post(l, 3);
+		/* The engine (the post's pass, then the core) queues it with
+		 * nobody waiting; emunic_mq_pending sees it without taking it. */
+		for (int i = 0; i < 5000 && !emunic_mq_pending(T->mq); i++)
+			ms(1);
+		CHECK(emunic_mq_pending(T->mq) == 1, "emunic_mq_pending: 0 for 5 s after the post");
 		CHECK(emunic_mq_wait(T->mq, &wc, 5000) == 0 && wc.wr_id == 1, "no MQ completion for the SIGNAL task");
+		CHECK(emunic_mq_pending(T->mq) == 0, "emunic_mq_pending: still 1 once the completion was taken");
 		CHECK(mq_count(300) == 0, "more than one MQ completion");
 	}
 }
