@@ -386,10 +386,17 @@ int main(int argc, char **argv)
 	if (all_err && !emunic_boot_allgather(d.boot, &d.errors, sizeof(long), all_err))
 		for (int p = 0; p < d.size; p++)
 			total_err += all_err[p];
-	if (!r && d.rank == 0)
+	if (!r && d.rank == 0) {
 		printf("emunic-datapath: %d ranks on %s, %d rounds of %zu bytes: write, write_imm, send, read, "
 		       "fetch_add %s (%ld mismatches)\n", d.size, d.dev->name, d.iters, d.len,
 		       total_err ? "FAILED verification" : "verified", total_err);
+		fflush(stdout);
+	}
+	/* Only once rank 0 has printed the verdict may a rank exit with it:
+	 * emunic-run kills the others when one exits non-zero (a rank that
+	 * found a mismatch used to, before rank 0 printed). */
+	if (all_err && emunic_boot_barrier(d.boot))
+		r = r ? r : -EIO;
 	free(all_err);
 	teardown(&d);
 	if (r)
