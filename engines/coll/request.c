@@ -107,13 +107,9 @@ static int post_wait(struct emunic_coll *c, const struct coll_args *a)
 	/* Failed (an earlier send's failure may be seen before the wait ran
 	 * the engine): the list it posted for the wait to run
 	 * (EMUNIC_POST_WAIT_NEXT) runs now, not when the core's timer fires
-	 * (up to 1 s later).  An MQ poll runs an assist only when it finds
-	 * nothing: the first call reads what is queued, the second's poll
-	 * then finds the MQ empty. */
-	if (r && c->err) {
+	 * (up to 1 s later). */
+	if (r && c->err)
 		coll_progress(c);
-		coll_progress(c);
-	}
 	return r;
 }
 
