@@ -22,7 +22,7 @@ CHECKS = {
     "invalid": "NULL/freed counters and bad ops are -EINVAL, post nothing and change no counter",
     "trace": "the trace has FIRE, ISSUE, DONE for each op, in time order",
     "disconnect_reconnecting": "emunic_qp_disconnect while the connection is being made again does not cut the "
-                               "attempt short (the peer holds the request 1.5 s): it comes up, the put the "
+                               "attempt short (the peer holds the request 4 s): it comes up, the put the "
                                "failure caught settles as arrived, once, then the QP ends for good and the "
                                "peer's QP loses the connection",
 }
