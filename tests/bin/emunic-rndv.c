@@ -190,6 +190,8 @@ static void table1_row(int row, bool expected, size_t len)
 			struct emunic_rndv_stats st;
 
 			struct timespec ts = { 0, 300 * 1000000L };
+
+			wait_queued(1);		/* s2 is here (not merely on its way) */
 			nanosleep(&ts, NULL);
 			CHECK(!emunic_test(q[i], &done, NULL) && !done, "row %d: receive %d matched but must not", row + 1,
 			      i + 1);

@@ -942,6 +942,7 @@ static void t_free_pending(void)
 		struct emunic_ct *x = ct_new(), *done = ct_new(), *y = ct_new(), *later = ct_new(), *z = ct_new();
 		struct emunic_eq *eq = eq_new();
 		struct waiter w = { .ct = x };
+		struct emunic_dev_stats st0 = { 0 }, st1 = { 0 };
 		struct emunic_ct_val v;
 		struct emunic_op op;
 		struct timespec dl;
@@ -965,9 +966,14 @@ static void t_free_pending(void)
 		op.user = 2;
 		post_on(&op, x, 5);
 		pending_is(3, "three triggers on the counter");
+		CHECK(!emunic_dev_stats(T->dev, &st0), "emunic_dev_stats");
 		CHECK(!pthread_create(&th, NULL, wait_thread, &w), "pthread_create");
-		for (int i = 0; i < 1000 && !atomic_load(&w.started); i++)
+		/* Freed only once the waiter is in its wait (the device counts
+		 * it), not merely started: a thread that had not reached
+		 * ct_wait yet would find the counter freed (-EINVAL). */
+		for (int i = 0; i < WAIT_MS && !emunic_dev_stats(T->dev, &st1) && st1.waits == st0.waits; i++)
 			ms(1);
+		CHECK(st1.waits > st0.waits, "the waiter was not in ct_wait after %d ms", WAIT_MS);
 		ms(200);
 		CHECK(!atomic_load(&w.returned), "ct_wait returned %d before the counter was freed", w.r);
 		r = emunic_ct_free(x);
