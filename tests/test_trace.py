@@ -164,8 +164,9 @@ def test_a_failed_job_is_traced_and_old_parts_are_not_joined(rxe):
     assert "not a whole trace file" not in head, "an earlier job's part was joined:\n" + out
     doc = json.loads(body)
     ranks = {e["pid"] for e in doc["traceEvents"] if e["name"] == "process_name"}
-    # Both: the rank that did not fail first ends on its own in the 2 s
-    # emunic-run gives it, writing its part, instead of being killed.  (The
+    # Both: the rank that did not fail first ends on its own in the 10 s
+    # emunic-run gives a traced job's ranks, writing its part, instead of
+    # being killed.  (The
     # fault stays early: rank 1 fails in its WAIT, not in a bootstrap call.)
     assert ranks == {0, 1}, out
     assert queue_events(doc, 0, "fault injected"), out

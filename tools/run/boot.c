@@ -114,12 +114,14 @@ static void rank_gone(struct job *j, int r)
 	}
 	if (local && s->exited)
 		rank_exit(j, r);
-	/* Likewise a remote rank: its node's launcher says why, just after. */
+	/* Likewise a remote rank: its node's launcher says why, just after
+	 * (up to 10 s on two loaded guests; a launcher that is gone closes
+	 * the link, which ends the poll at once). */
 	if (!local) {
 		int k = node_of(j, r);
 
 		if (j->node_fd[k] >= 0 &&
-		    poll(&(struct pollfd){ .fd = j->node_fd[k], .events = POLLIN }, 1, 2000) > 0)
+		    poll(&(struct pollfd){ .fd = j->node_fd[k], .events = POLLIN }, 1, 10000) > 0)
 			on_node_msg(j, k);
 	}
 	if (j->contributed > 0 && !s->contributed)
