@@ -224,6 +224,10 @@ extern const struct coll_alg coll_gather_alg;
 
 /* complete.c: reads what the progress core finished; never blocks. */
 int coll_progress(struct emunic_coll *c);
+/* coll_progress, then the engine run once (an assist, if it is free) for
+ * what this thread left in the ring for its own wait: a blocking call's
+ * after its wait failed. */
+int coll_progress_run(struct emunic_coll *c);
 /* coll_progress as a post needs it: with nothing outstanding, only the
  * sends are read (no engine assist). */
 int coll_progress_to_post(struct emunic_coll *c);

@@ -103,11 +103,13 @@ static int drain_sends(struct emunic_coll *c)
 	return 0;
 }
 
-/* Reads whatever the progress core finished; never blocks.  It polls till
- * a poll finds nothing: that poll runs the engine (an assist) if it is
- * free, so what this thread left in the command ring for its own wait to
- * run (EMUNIC_POST_WAIT_NEXT) runs here too, however much was queued. */
-int coll_progress(struct emunic_coll *c)
+/* Reads whatever the progress core finished; never blocks.  until_empty:
+ * it polls till a poll finds nothing, and that poll runs the engine (an
+ * assist) if it is free, so what this thread left in the command ring for
+ * its own wait to run (EMUNIC_POST_WAIT_NEXT) runs too, however much was
+ * queued; else a poll that found some is the last (the common calls:
+ * test, post, a done operation's look behind it). */
+static int progress(struct emunic_coll *c, bool until_empty)
 {
 	struct emunic_wc wc[COLL_POLL_BATCH];
 	int n, r;
@@ -126,8 +128,18 @@ int coll_progress(struct emunic_coll *c)
 			on_mq_wc(c, &wc[i]);	/* taken: never dropped */
 		if (r)
 			return r;
-	} while (n > 0);
+	} while (until_empty ? n > 0 : n == COLL_POLL_BATCH);
 	return 0;
+}
+
+int coll_progress(struct emunic_coll *c)
+{
+	return progress(c, false);
+}
+
+int coll_progress_run(struct emunic_coll *c)
+{
+	return progress(c, true);
 }
 
 /* Before a post: what a post must see first (a failure, room) comes in
@@ -191,9 +203,8 @@ static int report_timeout(const struct emunic_coll *c, uint64_t seq, int timeout
  * assist before the wait, and one after each completion, cost ~1,300
  * instructions a blocking barrier and found nothing the wait would not.)
  * Once seq is done, completions already queued behind it are read before
- * returning (coll_progress: they, then one assist), so a later
- * operation's failure is named, and its peers told, now rather than at
- * the next call. */
+ * returning (no pass: they are there), so a later operation's failure is
+ * named, and its peers told, now rather than at the next call. */
 int coll_wait_seq(struct emunic_coll *c, uint64_t seq, int timeout_ms)
 {
 	long long deadline = timeout_ms < 0 ? -1 : coll_now_ms() + timeout_ms;

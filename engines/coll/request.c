@@ -109,7 +109,7 @@ static int post_wait(struct emunic_coll *c, const struct coll_args *a)
 	 * (EMUNIC_POST_WAIT_NEXT) runs now, not when the core's timer fires
 	 * (up to 1 s later). */
 	if (r && c->err)
-		coll_progress(c);
+		coll_progress_run(c);
 	return r;
 }
 
