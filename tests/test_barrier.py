@@ -126,7 +126,7 @@ def test_mq_ibarrier_progresses_while_app_computes(rxe, n, signal, conn):
 
 def test_a_blocking_post_with_no_room_says_why(rxe):
     """Rank 0 holds 64 ibarriers in flight, as many as the object keeps,
-    while rank 1 stays away for 1.5 bounds: its blocking barrier must fail
+    while rank 1 stays away until it returns: its blocking barrier must fail
     ENOSPC at its bound, naming the reason and the oldest operation (each
     -ENOSPC site records why, engines/coll/request.c no_room); then rank 1
     comes and every ibarrier completes."""
@@ -139,7 +139,8 @@ def test_a_blocking_post_with_no_room_says_why(rxe):
 
 
 def test_a_failure_queued_behind_a_waited_ibarrier_is_named_by_that_wait(rxe):
-    """Two ibarriers run for 2 s (from when both ranks posted both) before
+    """Two ibarriers run for 2 s (from when both ranks posted both; on rank
+    0 also until its fault statistics count the injected failure) before
     the first is waited; the second's WAIT on rank 0 fails (rank 0's third
     receive turned into an error; the first barrier is the untimed one).
     The wait for the first succeeds and must read the failure queued

@@ -116,12 +116,15 @@ static void rank_gone(struct job *j, int r)
 		rank_exit(j, r);
 	/* Likewise a remote rank: its node's launcher says why, just after
 	 * (up to 10 s on two loaded guests; a launcher that is gone closes
-	 * the link, which ends the poll at once). */
+	 * the link, which ends the poll at once).  Under --keep-going it
+	 * says nothing till the node is done, and this poll serves no other
+	 * rank meanwhile: 2 s there. */
 	if (!local) {
 		int k = node_of(j, r);
 
 		if (j->node_fd[k] >= 0 &&
-		    poll(&(struct pollfd){ .fd = j->node_fd[k], .events = POLLIN }, 1, 10000) > 0)
+		    poll(&(struct pollfd){ .fd = j->node_fd[k], .events = POLLIN }, 1,
+			 j->keep_going ? 2000 : 10000) > 0)
 			on_node_msg(j, k);
 	}
 	if (j->contributed > 0 && !s->contributed)

@@ -55,7 +55,7 @@ static const struct run_option {
 	  "the ranks ended, failed or not (across nodes, node\n"
 	  "I's into FILE.nodeI); a part that cannot be written\n"
 	  "is said; the job's status is the ranks'; when a rank\n"
-	  "fails, the others get up to 2 s to end on their own,\n"
+	  "fails, the others get up to 10 s to end on their own,\n"
 	  "writing their parts, before they are killed)" },
 	{ "join-trace", required_argument, OPT_JOIN, "    --join-trace FILE",
 	  "start nothing: join FILE.rank0 .. FILE.rank(N-1), the\n"
