@@ -66,8 +66,8 @@ static void kill_locals(struct job *j)
 	 * it exits, and SIGTERM would end it without.  The others usually
 	 * fail on their own within milliseconds (their connections break);
 	 * one waiting in the bootstrap is told by its channel closing.  They
-	 * get 10 s to (on a loaded machine 2 s were not always enough), and
-	 * the failed job's trace is whole. */
+	 * get 10 s to (2 s could run out on a loaded machine), and the
+	 * failed job's trace is whole. */
 	if (j->rank_failed && trace && *trace) {
 		for (int r = j->first; r < j->first + j->count; r++)
 			if (j->rank[r].fd >= 0)
