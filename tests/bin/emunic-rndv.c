@@ -123,18 +123,29 @@ static struct emunic_status wait_free(struct emunic_req *q, const char *what)
 	return st;
 }
 
-static void wait_queued(size_t n)
+/* Up to 6 s for n messages to arrive unexpected, or (if q) for q to
+ * complete; how many are queued. */
+static size_t queued_by(size_t n, struct emunic_req *q)
 {
 	struct emunic_rndv_stats st;
+	int done = 0;
 
 	for (int i = 0; i < 3000; i++) {
 		emunic_rndv_stats(T.r, &st);
-		if (st.queued >= n)
-			return;
+		if (st.queued >= n || (q && !emunic_test(q, &done, NULL) && done))
+			break;
 		struct timespec ts = { 0, 2000000 };
 		nanosleep(&ts, NULL);
 	}
-	DIE("only %zu of %zu messages arrived unexpected within 6 s", st.queued, n);
+	return st.queued;
+}
+
+static void wait_queued(size_t n)
+{
+	size_t got = queued_by(n, NULL);
+
+	if (got < n)
+		DIE("only %zu of %zu messages arrived unexpected within 6 s", got, n);
 }
 
 /* ---- table1 ------------------------------------------------------------------------ */
@@ -189,16 +200,11 @@ static void table1_row(int row, bool expected, size_t len)
 			int done = 1;
 			struct emunic_rndv_stats st;
 
-			struct timespec ts = { 0, 300 * 1000000L }, tick = { 0, 2000000 };
+			struct timespec ts = { 0, 300 * 1000000L };
 
 			/* s2 is here (not merely on its way), queued or (wrongly)
 			 * matched: the checks below say which. */
-			for (int k = 0; k < 3000; k++) {
-				emunic_rndv_stats(T.r, &st);
-				if (st.queued >= 1 || (!emunic_test(q[i], &done, NULL) && done))
-					break;
-				nanosleep(&tick, NULL);
-			}
+			queued_by(1, q[i]);
 			nanosleep(&ts, NULL);
 			CHECK(!emunic_test(q[i], &done, NULL) && !done, "row %d: receive %d matched but must not", row + 1,
 			      i + 1);

@@ -914,7 +914,7 @@ static void t_threshold64(void)
 struct waiter {
 	struct emunic_ct *ct;
 	struct emunic_ct_val v;
-	_Atomic int started, returned;
+	_Atomic int returned;
 	int r;
 };
 
@@ -922,7 +922,6 @@ static void *wait_thread(void *arg)
 {
 	struct waiter *w = arg;
 
-	atomic_store(&w->started, 1);
 	w->r = emunic_ct_wait(w->ct, 10, &w->v, -1);
 	atomic_store(&w->returned, 1);
 	return NULL;
