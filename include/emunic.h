@@ -162,7 +162,8 @@ struct emunic_dev_stats {
 					 * is left to the application's wait or poll */
 	uint64_t core_spin_ns;		/* a current value, not a count: how long the core
 					 * spins after work (EMUNIC_SPIN_US; on a CPU of its
-					 * own, up to EMUNIC_SPIN_MAX_US) */
+					 * own, or while triggers are armed, up to
+					 * EMUNIC_SPIN_MAX_US) */
 };
 int emunic_dev_stats(struct emunic_dev *dev, struct emunic_dev_stats *out);
 /* Out-of-band exchange among the device's ranks (through its boot channel),

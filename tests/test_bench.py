@@ -562,11 +562,12 @@ def test_potato_bench_quick(rxe):
     assert m and float(m.group(1)) > 0, out
     m = re.search(r"^\s+triggered\s+" + NUM + "$", out, re.M)
     assert m and float(m.group(1)) > 0, out
-    # A core that shares the application's CPUs never spins past EMUNIC_SPIN_US (20 us; spin.c).
+    # The core's spin stays within EMUNIC_SPIN_US (20) .. EMUNIC_SPIN_MAX_US (400) (spin.c): armed
+    # triggers let it adapt even where it shares the application's CPUs.
     m = re.search(r"^  \(rank 0's core, (on a CPU of its own|sharing the application's CPUs): " + NUM +
                   r" wake-ups a round trip; it spins (\d+) us after work", out, re.M)
     assert m, out
-    assert m.group(1) == "on a CPU of its own" or m.group(3) == "20", out
+    assert 20 <= int(m.group(3)) <= 400, out
     assert re.search(r"^\s+(met|MISSED)\s+round trip triggered/ib_write_lat <= 1.5x\s+triggered\s+" + NUM + "x",
                      out, re.M), out
     rows, text = read_csv(path, POTATO_HEADER)

@@ -25,6 +25,8 @@ CHECKS = {
                                "attempt short (the peer holds the request 4 s): it comes up, the put the "
                                "failure caught settles as arrived, once, then the QP ends for good and the "
                                "peer's QP loses the connection",
+    "spin_unarmed": "arrivals a few hundred us apart with no trigger armed leave a core that shares the CPUs "
+                    "at its least spin (it adapts only for what armed triggers wait for)",
 }
 
 

@@ -83,6 +83,14 @@ bool nic_awaited(struct emunic_dev *d)
 	return false;
 }
 
+bool nic_armed(struct emunic_dev *d)
+{
+	for (unsigned i = 0; i < d->nunits; i++)
+		if (d->unit[i]->armed && d->unit[i]->armed(d))
+			return true;
+	return false;
+}
+
 void nic_cancel_all(struct emunic_dev *d)
 {
 	for (unsigned i = 0; i < d->nunits; i++)

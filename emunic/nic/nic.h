@@ -509,6 +509,8 @@ bool nic_urgent(struct emunic_dev *d);
  * those arrivals took the CPUs from the ranks and from rxe's own packet
  * work (thread.c prepare_sleep). */
 bool nic_awaited(struct emunic_dev *d);
+/* Some unit holds work an arrival from a peer fires (armed triggers). */
+bool nic_armed(struct emunic_dev *d);
 /* An app poll that found nothing: if the engine is free and nothing urgent
  * is left, poll verbs (as ibv_poll_cq reads what the HCA wrote), and run a
  * pass if what it found made work runnable (a WAIT met).  Never from a

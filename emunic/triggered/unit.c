@@ -69,6 +69,12 @@ static bool pending(struct emunic_dev *d)
 	return t->triggered_qps || atomic_load(&t->used) || t->sink || t->deferred || t->handler_eqs;
 }
 
+/* Triggers wait on counters that a peer's puts move. */
+static bool armed(struct emunic_dev *d)
+{
+	return atomic_load_explicit(&d->trig->used, memory_order_relaxed) != 0;
+}
+
 static void attach(struct emunic_dev *d, struct obj *o)
 {
 	if (o->kind == OBJ_QP && (((struct emunic_qp *)o)->attr.flags & EMUNIC_QP_TRIGGERED))
@@ -135,7 +141,7 @@ static void free_eq(struct obj *o)
 
 static const struct nic_unit trig_unit = {
 	.name = "triggered", .step = step, .next_due_ns = next_due, .pending = pending, .wake_core = true,
-	.attach = attach, .release = release, .cancel_all = cancel_all, .fini = fini,
+	.armed = armed, .attach = attach, .release = release, .cancel_all = cancel_all, .fini = fini,
 };
 
 int emunic_trig_unit_init(struct emunic_dev *d)
