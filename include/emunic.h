@@ -160,10 +160,11 @@ struct emunic_dev_stats {
 	int realtime;			/* the core thread runs at real-time priority */
 	int core_own_cpu;		/* ... on a CPU of its own (pinned): else an MQ's WAIT
 					 * is left to the application's wait or poll */
-	uint64_t core_spin_ns;		/* a current value, not a count: how long the core
-					 * spins after work (EMUNIC_SPIN_US; on a CPU of its
-					 * own, or while triggers are armed, up to
-					 * EMUNIC_SPIN_MAX_US) */
+	uint64_t core_spin_ns;		/* a current value, not a count: the spin the core
+					 * adapted to, EMUNIC_SPIN_US..EMUNIC_SPIN_MAX_US; it
+					 * spins that long after work on a CPU of its own, and
+					 * on shared CPUs only after firing a trigger (else
+					 * EMUNIC_SPIN_US) */
 };
 int emunic_dev_stats(struct emunic_dev *dev, struct emunic_dev_stats *out);
 /* Out-of-band exchange among the device's ranks (through its boot channel),

@@ -25,8 +25,11 @@ CHECKS = {
                                "attempt short (the peer holds the request 4 s): it comes up, the put the "
                                "failure caught settles as arrived, once, then the QP ends for good and the "
                                "peer's QP loses the connection",
-    "spin_unarmed": "arrivals a few hundred us apart with no trigger armed leave a core that shares the CPUs "
-                    "at its least spin (it adapts only for what armed triggers wait for)",
+    "spin_no_fire": "200 arrivals about 150 us apart that fire no trigger (one armed) leave a progress core that "
+                    "shares the CPUs at its least spin: it adapts only on gaps that end in a fired trigger "
+                    "(EMUNIC_SPIN_MAX_US=20000, so that any gap would do)",
+    "spin_fire": "the same arrivals, each firing a trigger, let a progress core that shares the CPUs adapt its "
+                 "spin (skipped where the core has a CPU of its own)",
 }
 
 

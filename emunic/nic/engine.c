@@ -83,12 +83,14 @@ bool nic_awaited(struct emunic_dev *d)
 	return false;
 }
 
-bool nic_armed(struct emunic_dev *d)
+uint64_t nic_fired(struct emunic_dev *d)
 {
+	uint64_t n = 0;
+
 	for (unsigned i = 0; i < d->nunits; i++)
-		if (d->unit[i]->armed && d->unit[i]->armed(d))
-			return true;
-	return false;
+		if (d->unit[i]->fired)
+			n += d->unit[i]->fired(d);
+	return n;
 }
 
 void nic_cancel_all(struct emunic_dev *d)

@@ -509,8 +509,8 @@ bool nic_urgent(struct emunic_dev *d);
  * those arrivals took the CPUs from the ranks and from rxe's own packet
  * work (thread.c prepare_sleep). */
 bool nic_awaited(struct emunic_dev *d);
-/* Some unit holds work an arrival from a peer fires (armed triggers). */
-bool nic_armed(struct emunic_dev *d);
+/* Triggers fired on the device, a running count (the units' fired). */
+uint64_t nic_fired(struct emunic_dev *d);
 /* An app poll that found nothing: if the engine is free and nothing urgent
  * is left, poll verbs (as ibv_poll_cq reads what the HCA wrote), and run a
  * pass if what it found made work runnable (a WAIT met).  Never from a
@@ -599,14 +599,18 @@ void nic_core_stop(struct emunic_dev *d);
 struct nic_spin {
 	uint64_t min_ns, max_ns, ns;	/* EMUNIC_SPIN_US, EMUNIC_SPIN_MAX_US, now */
 	uint64_t idle_from;		/* the end of the last work (0: not timing a gap) */
+	uint64_t fired;			/* nic_fired at the last work */
 	bool slept;			/* ... since which the core slept */
+	bool answer;			/* a pass fired a trigger since the core woke */
 };
 void nic_spin_init(struct emunic_dev *d, struct nic_spin *s);
 /* The core sleeps; own_gap: it left the engine idle (not to an app thread). */
 void nic_spin_slept(struct nic_spin *s, bool own_gap);
 /* The core ran a pass at `now` that did n things. */
 void nic_spin_pass(struct emunic_dev *d, struct nic_spin *s, int n, uint64_t now);
-/* How long after its last work the core spins before it sleeps. */
+/* How long after its last work the core spins before it sleeps: its
+ * adapted spin on a CPU of its own, or after it fired a trigger; else the
+ * least. */
 uint64_t nic_spin_ns(struct emunic_dev *d, const struct nic_spin *s);
 /* wake.c: the doorbell and the timer that wake the core thread. */
 int nic_wake_init(struct emunic_dev *d, bool timer);

@@ -10,21 +10,22 @@
  * most it may spin doubles it, a longer one halves it.
  *
  * A core on a CPU of its own (pinned: EMUNIC_CPU, or a free CPU at open)
- * adapts always; one that shares the application's CPUs only while
- * triggers are armed; neither while an application thread waits in the
- * engine (it is the engine; a core beside it only competes for the token).
- * Where the core shares the CPUs a longer spin takes them from some
- * application thread: in the guest (2 ranks, their apps and cores on 2
- * vCPUs) a 400 us spin for everything made the triggered hot potato 3-5x
- * faster (46-69 us a round trip against 113-675) and a 2-rank blocking
- * barrier 2.3-2.9x slower; at normal priority, or yielding after each look,
- * it helped neither.  Armed triggers are the case worth it: they fire on a
- * peer's answer with no application thread involved, so only a core that
- * is awake when the answer comes moves them (the potato: 1.6-2.0x
- * ib_write_lat against 3.0-3.4x, alternated in one guest), while an MQ's
- * collectives, which the application's own wait moves, never arm one.
- * After a wake-up that found nothing the core spins the least: an idle
- * device pays what it paid before.
+ * spins what it adapted to after any work.  Where the core shares the
+ * application's CPUs a longer spin takes them from some application
+ * thread: in the guest (2 ranks, their apps and cores on 2 vCPUs) a 400 us
+ * spin after everything made the triggered hot potato 3-5x faster (46-69 us
+ * a round trip against 113-675) and a 2-rank blocking barrier 2.3-2.9x
+ * slower; at normal priority, or yielding after each look, it helped
+ * neither.  So a core that shares the CPUs spins what it adapted to only
+ * after a pass that fired a trigger (until it next sleeps), and adapts only
+ * on gaps that ended in one: what a fired trigger sent is usually answered
+ * by a peer's put that fires the next, with no application thread in the
+ * engine to take it, so a core asleep pays a wake-up for each (the potato:
+ * 1.6-2.7x ib_write_lat against 3.0-3.4x at 20 us, in runs here), while an
+ * MQ's collectives fire no trigger.  Neither spins past the least while an
+ * application thread waits in the engine (it is the engine; a core beside
+ * it only competes for the token), nor after a wake-up that found nothing:
+ * an idle device pays what it paid before.
  */
 #include "emunic/nic/nic.h"
 #include "emunic/base/log.h"
@@ -63,22 +64,26 @@ void nic_spin_init(struct emunic_dev *d, struct nic_spin *s)
 void nic_spin_slept(struct nic_spin *s, bool own_gap)
 {
 	s->slept = true;
+	s->answer = false;
 	if (!own_gap)
 		s->idle_from = 0;	/* an application thread ran the engine meanwhile */
 }
 
-/* A core on a CPU of its own adapts; one that shares the CPUs only while
- * triggers are armed (above). */
-static bool may_adapt(struct emunic_dev *d)
+static bool own_cpu(struct emunic_dev *d)
 {
-	return !atomic_load_explicit(&d->core_shares_cpu, memory_order_relaxed) || nic_armed(d);
+	return !atomic_load_explicit(&d->core_shares_cpu, memory_order_relaxed);
 }
 
 void nic_spin_pass(struct emunic_dev *d, struct nic_spin *s, int n, uint64_t now)
 {
+	uint64_t fired;
+
 	if (!n)
 		return;
-	if (s->slept && s->idle_from && may_adapt(d)) {
+	fired = nic_fired(d);
+	/* A core that shares the CPUs learns only from gaps that ended in an
+	 * answer: a pass that fired a trigger. */
+	if (s->slept && s->idle_from && (own_cpu(d) || fired != s->fired)) {
 		uint64_t gap = now - s->idle_from;
 
 		if (gap > s->max_ns)
@@ -87,13 +92,15 @@ void nic_spin_pass(struct emunic_dev *d, struct nic_spin *s, int n, uint64_t now
 			s->ns = !s->ns ? 1000 : 2 * s->ns < s->max_ns ? 2 * s->ns : s->max_ns;
 		d->st.core_spin_ns = s->ns;
 	}
+	s->answer |= fired != s->fired;
+	s->fired = fired;
 	s->slept = false;
 	s->idle_from = now;
 }
 
 uint64_t nic_spin_ns(struct emunic_dev *d, const struct nic_spin *s)
 {
-	if (s->slept || atomic_load_explicit(&d->assisting, memory_order_relaxed) || !may_adapt(d))
+	if (s->slept || atomic_load_explicit(&d->assisting, memory_order_relaxed) || (!own_cpu(d) && !s->answer))
 		return s->min_ns;
 	return s->ns;
 }

@@ -4,8 +4,9 @@
  * application thread is running the engine, and otherwise stays out of the
  * way.  It runs at real-time priority where allowed, so work that arrives
  * while the application computes preempts it as an interrupt would, and
- * only ever spins a little (spin.c: 20 us; on a CPU of its own, about one of
- * the device's round trips); then it gives the token back and
+ * only ever spins a little (spin.c: 20 us; on a CPU of its own, or after
+ * it fired a trigger, about one of the device's round trips); then it
+ * gives the token back and
  * sleeps in io_uring on the verbs completion channel (armed only when work
  * waits for a completion and no application thread is polling for it), the
  * rdma_cm channel, the doorbell and a timer.  An idle device costs nothing.

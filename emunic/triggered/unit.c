@@ -69,10 +69,9 @@ static bool pending(struct emunic_dev *d)
 	return t->triggered_qps || atomic_load(&t->used) || t->sink || t->deferred || t->handler_eqs;
 }
 
-/* Triggers wait on counters that a peer's puts move. */
-static bool armed(struct emunic_dev *d)
+static uint64_t fired(struct emunic_dev *d)
 {
-	return atomic_load_explicit(&d->trig->used, memory_order_relaxed) != 0;
+	return d->trig->fired;
 }
 
 static void attach(struct emunic_dev *d, struct obj *o)
@@ -141,7 +140,7 @@ static void free_eq(struct obj *o)
 
 static const struct nic_unit trig_unit = {
 	.name = "triggered", .step = step, .next_due_ns = next_due, .pending = pending, .wake_core = true,
-	.armed = armed, .attach = attach, .release = release, .cancel_all = cancel_all, .fini = fini,
+	.fired = fired, .attach = attach, .release = release, .cancel_all = cancel_all, .fini = fini,
 };
 
 int emunic_trig_unit_init(struct emunic_dev *d)

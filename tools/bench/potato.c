@@ -297,8 +297,8 @@ int bench_potato_main(int argc, char **argv)
 		printf("  %-14s %14s\n", "impl", "round trip us");
 		printf("  %-14s %14.2f\n", POTATO_BASELINE, lat > 0 ? 2 * lat : -1);
 		printf("  %-14s %14.2f\n", "triggered", rt);
-		printf("  (rank 0's core, %s: %.2f wake-ups a round trip; it spins %.0f us after work when the games "
-		       "end)\n", st1.core_own_cpu ? "on a CPU of its own" : "sharing the application's CPUs", wakes,
+		printf("  (rank 0's core, %s: %.2f wake-ups a round trip; the spin it adapted to when the games "
+		       "ended: %.0f us)\n", st1.core_own_cpu ? "on a CPU of its own" : "sharing the application's CPUs", wakes,
 		       (double)st1.core_spin_ns / 1000);
 		printf("\ntargets (reported, never asserted)\n");
 		bench_target_ratio("round trip triggered/ib_write_lat <= 1.5x", "triggered", lat > 0 ? rt / (2 * lat) : -1,
