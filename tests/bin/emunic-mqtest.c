@@ -883,11 +883,11 @@ static double exchange_rounds(unsigned flags, struct emunic_dev_stats *a, struct
 	printf("emunic-mqtest: rank %d: core on %s: %.2f timer sets, %.2f core wakes a round; spin %.0f us\n", T->rank,
 	       b->core_own_cpu ? "a CPU of its own" : "shared CPUs", per,
 	       (double)(b->core_wakes - a->core_wakes) / EXCHANGE_ROUNDS, (double)b->core_spin_ns / 1000);
-	/* No trigger is armed: a core that shares the CPUs keeps its least
-	 * spin (nic/spin.c), whatever gaps it slept through. */
+	/* No trigger fires: a core that shares the CPUs keeps its least spin
+	 * (nic/spin.c), whatever gaps it slept through. */
 	if (!b->core_own_cpu)
 		CHECK(b->core_spin_ns == a->core_spin_ns, "the core, sharing the CPUs, spins %llu ns after work, %llu "
-		      "before the rounds: it adapted its spin with no trigger armed",
+		      "before the rounds: it adapted its spin with no trigger fired",
 		      (unsigned long long)b->core_spin_ns, (unsigned long long)a->core_spin_ns);
 	return per;
 }

@@ -1327,9 +1327,9 @@ static void busy_us(int us)
  * counter and the device's stats, each 1 ms, so its core takes each
  * arrival (a TRIGGERED QP's completions are the core's to collect) after
  * sleeping through a gap within EMUNIC_SPIN_MAX_US (SPIN_MAX_CHECK_US
- * here).  On rank 1,
- * `fire` triggers on its counter, one a put (a CT_INC of another
- * counter), else one that never fires.  Returns the longest spin rank 1
+ * here).  On rank 1, `fire` triggers on its counter, one a put (a CT_INC
+ * of another counter), else one that never fires (the device's close
+ * cancels it).  Returns the longest spin rank 1
  * saw while they came, its spin before them in *before; skips where rank
  * 1's core has a CPU of its own (it adapts to any gap there). */
 static uint64_t spin_rounds(bool fire, uint64_t *before)
@@ -1338,7 +1338,6 @@ static uint64_t spin_rounds(bool fire, uint64_t *before)
 	struct emunic_target tg = setup_entry(4096, 0, &lct);
 	struct emunic_dev_stats a, b;
 	uint64_t most;
-
 	int own;
 
 	CHECK(!emunic_dev_stats(T->dev, &a), "stats");
@@ -1390,7 +1389,6 @@ static uint64_t spin_rounds(bool fire, uint64_t *before)
 		if (fire)
 			ct_reach(other, SPIN_ROUNDS, "the triggered increments");
 		pending_is(fire ? 0 : 1, "after the puts");
-		emunic_ct_free(other);		/* fails the one that never fired */
 	}
 	sync_ranks();
 	return most;
