@@ -162,9 +162,10 @@ struct emunic_dev_stats {
 					 * is left to the application's wait or poll */
 	uint64_t core_spin_ns;		/* a current value, not a count: the spin the core
 					 * adapted to, EMUNIC_SPIN_US..EMUNIC_SPIN_MAX_US; it
-					 * spins that long after work on a CPU of its own, and
-					 * on shared CPUs only after firing a trigger (else
-					 * EMUNIC_SPIN_US) */
+					 * spins that long after work on a CPU of its own, on
+					 * shared CPUs only within that spin of firing a
+					 * trigger, and never while an application thread
+					 * waits in the engine (then EMUNIC_SPIN_US) */
 };
 int emunic_dev_stats(struct emunic_dev *dev, struct emunic_dev_stats *out);
 /* Out-of-band exchange among the device's ranks (through its boot channel),

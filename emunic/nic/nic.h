@@ -599,18 +599,19 @@ void nic_core_stop(struct emunic_dev *d);
 struct nic_spin {
 	uint64_t min_ns, max_ns, ns;	/* EMUNIC_SPIN_US, EMUNIC_SPIN_MAX_US, now */
 	uint64_t idle_from;		/* the end of the last work (0: not timing a gap) */
-	uint64_t fired;			/* nic_fired at the last work */
+	uint64_t fired_at;		/* the last pass that fired a trigger (0: none since it slept) */
 	bool slept;			/* ... since which the core slept */
-	bool answer;			/* a pass fired a trigger since the core woke */
 };
 void nic_spin_init(struct emunic_dev *d, struct nic_spin *s);
 /* The core sleeps; own_gap: it left the engine idle (not to an app thread). */
 void nic_spin_slept(struct nic_spin *s, bool own_gap);
-/* The core ran a pass at `now` that did n things. */
-void nic_spin_pass(struct emunic_dev *d, struct nic_spin *s, int n, uint64_t now);
+/* The core ran a pass at `now` that did n things, fired: among them a
+ * trigger (nic_fired moved). */
+void nic_spin_pass(struct emunic_dev *d, struct nic_spin *s, int n, uint64_t now, bool fired);
 /* How long after its last work the core spins before it sleeps: its
- * adapted spin on a CPU of its own, or after it fired a trigger; else the
- * least. */
+ * adapted spin on a CPU of its own, or within that spin of a pass that
+ * fired a trigger; else (and while an application thread waits in the
+ * engine, or after a wake-up that found nothing) the least. */
 uint64_t nic_spin_ns(struct emunic_dev *d, const struct nic_spin *s);
 /* wake.c: the doorbell and the timer that wake the core thread. */
 int nic_wake_init(struct emunic_dev *d, bool timer);

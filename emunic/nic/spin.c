@@ -17,8 +17,8 @@
  * a round trip against 113-675) and a 2-rank blocking barrier 2.3-2.9x
  * slower; at normal priority, or yielding after each look, it helped
  * neither.  So a core that shares the CPUs spins what it adapted to only
- * after a pass that fired a trigger (until it next sleeps), and adapts only
- * on gaps that ended in one: what a fired trigger sent is usually answered
+ * within that spin of a pass that fired a trigger, and adapts only on gaps
+ * that ended in one: what a fired trigger sent is usually answered
  * by a peer's put that fires the next, with no application thread in the
  * engine to take it, so a core asleep pays a wake-up for each (the potato:
  * 1.6-2.7x ib_write_lat against 3.0-3.4x at 20 us, in runs here), while an
@@ -64,7 +64,7 @@ void nic_spin_init(struct emunic_dev *d, struct nic_spin *s)
 void nic_spin_slept(struct nic_spin *s, bool own_gap)
 {
 	s->slept = true;
-	s->answer = false;
+	s->fired_at = 0;
 	if (!own_gap)
 		s->idle_from = 0;	/* an application thread ran the engine meanwhile */
 }
@@ -74,16 +74,13 @@ static bool own_cpu(struct emunic_dev *d)
 	return !atomic_load_explicit(&d->core_shares_cpu, memory_order_relaxed);
 }
 
-void nic_spin_pass(struct emunic_dev *d, struct nic_spin *s, int n, uint64_t now)
+void nic_spin_pass(struct emunic_dev *d, struct nic_spin *s, int n, uint64_t now, bool fired)
 {
-	uint64_t fired;
-
 	if (!n)
 		return;
-	fired = nic_fired(d);
 	/* A core that shares the CPUs learns only from gaps that ended in an
 	 * answer: a pass that fired a trigger. */
-	if (s->slept && s->idle_from && (own_cpu(d) || fired != s->fired)) {
+	if (s->slept && s->idle_from && (own_cpu(d) || fired)) {
 		uint64_t gap = now - s->idle_from;
 
 		if (gap > s->max_ns)
@@ -92,15 +89,20 @@ void nic_spin_pass(struct emunic_dev *d, struct nic_spin *s, int n, uint64_t now
 			s->ns = !s->ns ? 1000 : 2 * s->ns < s->max_ns ? 2 * s->ns : s->max_ns;
 		d->st.core_spin_ns = s->ns;
 	}
-	s->answer |= fired != s->fired;
-	s->fired = fired;
+	/* The answer is awaited for one spin after the pass that fired: work
+	 * that fires nothing (the put's own completion) does not end the wait,
+	 * nor does it keep the core spinning long once the wait is over. */
+	if (fired)
+		s->fired_at = now;
+	else if (s->fired_at && now - s->fired_at > s->ns)
+		s->fired_at = 0;
 	s->slept = false;
 	s->idle_from = now;
 }
 
 uint64_t nic_spin_ns(struct emunic_dev *d, const struct nic_spin *s)
 {
-	if (s->slept || atomic_load_explicit(&d->assisting, memory_order_relaxed) || (!own_cpu(d) && !s->answer))
+	if (s->slept || atomic_load_explicit(&d->assisting, memory_order_relaxed) || (!own_cpu(d) && !s->fired_at))
 		return s->min_ns;
 	return s->ns;
 }

@@ -250,7 +250,7 @@ static void *core_main(void *arg)
 	nic_set_core_thread();
 	emunic_tl_thread_name("core");
 	while (!atomic_load_explicit(&d->stop, memory_order_acquire)) {
-		uint64_t now;
+		uint64_t now, fired;
 		int n;
 
 		/* An application thread runs the engine: never spin on what
@@ -275,10 +275,11 @@ static void *core_main(void *arg)
 		}
 		nic_take_kick(d);
 		atomic_store(&d->need_core, false);
+		fired = nic_fired(d);
 		n = nic_pass(d);
 		d->st.core_passes++;
 		now = emunic_now_ns();
-		nic_spin_pass(d, &spin, n, now);
+		nic_spin_pass(d, &spin, n, now, nic_fired(d) != fired);
 		/* The spin is timed from the last work (or the wake), so a
 		 * pass that found work and took the whole spin is followed by
 		 * one empty look, not two. */
