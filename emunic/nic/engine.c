@@ -83,16 +83,6 @@ bool nic_awaited(struct emunic_dev *d)
 	return false;
 }
 
-uint64_t nic_fired(struct emunic_dev *d)
-{
-	uint64_t n = 0;
-
-	for (unsigned i = 0; i < d->nunits; i++)
-		if (d->unit[i]->fired)
-			n += d->unit[i]->fired(d);
-	return n;
-}
-
 void nic_cancel_all(struct emunic_dev *d)
 {
 	for (unsigned i = 0; i < d->nunits; i++)

@@ -357,6 +357,7 @@ struct emunic_dev {
 	struct emunic_qp *ready, *ready_tail;	/* QPs with work to hand to verbs */
 	unsigned inflight;		/* tasks in verbs, all QPs */
 	unsigned stalled;		/* QPs stalled (above) */
+	uint64_t fired;			/* triggers fired, a running count (nic_fired) */
 	const struct nic_unit *unit[NIC_MAX_UNITS];
 	unsigned nunits;
 	int (*step[NIC_MAX_UNITS])(struct emunic_dev *d);	/* the units' steps, for a pass's one loop */
@@ -509,8 +510,12 @@ bool nic_urgent(struct emunic_dev *d);
  * those arrivals took the CPUs from the ranks and from rxe's own packet
  * work (thread.c prepare_sleep). */
 bool nic_awaited(struct emunic_dev *d);
-/* Triggers fired on the device, a running count (the units' fired). */
-uint64_t nic_fired(struct emunic_dev *d);
+/* A unit fired a trigger.  What it sent is usually answered a round trip
+ * later by an arrival that fires the next one (a peer's put on its
+ * counter), with no application thread involved: so even a core that
+ * shares the CPUs spins for that answer after a pass that fired one
+ * (thread.c reads the count around its passes; spin.c). */
+static inline void nic_fired(struct emunic_dev *d) { d->fired++; }
 /* An app poll that found nothing: if the engine is free and nothing urgent
  * is left, poll verbs (as ibv_poll_cq reads what the HCA wrote), and run a
  * pass if what it found made work runnable (a WAIT met).  Never from a
@@ -606,7 +611,7 @@ void nic_spin_init(struct emunic_dev *d, struct nic_spin *s);
 /* The core sleeps; own_gap: it left the engine idle (not to an app thread). */
 void nic_spin_slept(struct nic_spin *s, bool own_gap);
 /* The core ran a pass at `now` that did n things, fired: among them a
- * trigger (nic_fired moved). */
+ * trigger (d->fired moved). */
 void nic_spin_pass(struct emunic_dev *d, struct nic_spin *s, int n, uint64_t now, bool fired);
 /* How long after its last work the core spins before it sleeps: its
  * adapted spin on a CPU of its own, or within that spin of a pass that

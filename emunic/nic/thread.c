@@ -275,11 +275,11 @@ static void *core_main(void *arg)
 		}
 		nic_take_kick(d);
 		atomic_store(&d->need_core, false);
-		fired = nic_fired(d);
+		fired = d->fired;
 		n = nic_pass(d);
 		d->st.core_passes++;
 		now = emunic_now_ns();
-		nic_spin_pass(d, &spin, n, now, nic_fired(d) != fired);
+		nic_spin_pass(d, &spin, n, now, d->fired != fired);
 		/* The spin is timed from the last work (or the wake), so a
 		 * pass that found work and took the whole spin is followed by
 		 * one empty look, not two. */

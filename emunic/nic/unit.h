@@ -27,12 +27,6 @@ struct nic_unit {
 	 * or poll collects it, or the lazy hand-over: waking the core would
 	 * take the CPU from the application's work (owner.c). */
 	bool wake_core;
-	/* Triggers it has fired, a running count (optional).  What a fired
-	 * trigger sent is usually answered a round trip later by an arrival
-	 * that fires the next one (a peer's put on its counter), with no
-	 * application thread involved: so even a core that shares the CPUs
-	 * spins for that answer after a pass that fired one (spin.c). */
-	uint64_t (*fired)(struct emunic_dev *d);
 	/* Has work its next step would do now, with no event (optional: a
 	 * unit whose pending work wakes the core anyway needs none). */
 	bool (*runnable)(struct emunic_dev *d);

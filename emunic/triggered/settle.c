@@ -54,7 +54,7 @@ int trig_settle(struct emunic_dev *d)
 				ct->pending_tail = NULL;
 			x->next = NULL;
 			atomic_fetch_sub(&t->used, 1);
-			t->fired++;
+			nic_fired(d);
 			EMUNIC_TL(TL_TRIG_FIRED, TL_TRACK_CT, NIC_HANDLE_INDEX(ct->o.handle), x->peer, x->user,
 				  x->threshold, x->kind);
 			trig_fire(d, x);

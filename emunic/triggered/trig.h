@@ -102,7 +102,6 @@ struct trig_dev {
 	uint64_t sink_free_ns;		/* when the sink drains what it has */
 	struct trig *sink, *sink_tail;	/* completions held by the sink */
 	unsigned triggered_qps;		/* TRIGGERED QPs linked: arrivals may come */
-	uint64_t fired;			/* triggers fired on a threshold, a running count */
 	/* trace */
 	struct emunic_ring trace;	/* engine -> app, when started */
 	_Atomic bool tracing;

@@ -69,11 +69,6 @@ static bool pending(struct emunic_dev *d)
 	return t->triggered_qps || atomic_load(&t->used) || t->sink || t->deferred || t->handler_eqs;
 }
 
-static uint64_t fired(struct emunic_dev *d)
-{
-	return d->trig->fired;
-}
-
 static void attach(struct emunic_dev *d, struct obj *o)
 {
 	if (o->kind == OBJ_QP && (((struct emunic_qp *)o)->attr.flags & EMUNIC_QP_TRIGGERED))
@@ -140,7 +135,7 @@ static void free_eq(struct obj *o)
 
 static const struct nic_unit trig_unit = {
 	.name = "triggered", .step = step, .next_due_ns = next_due, .pending = pending, .wake_core = true,
-	.fired = fired, .attach = attach, .release = release, .cancel_all = cancel_all, .fini = fini,
+	.attach = attach, .release = release, .cancel_all = cancel_all, .fini = fini,
 };
 
 int emunic_trig_unit_init(struct emunic_dev *d)
