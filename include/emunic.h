@@ -151,6 +151,7 @@ struct emunic_dev_stats {
 	uint64_t idle_passes;		/* ... that found nothing to do (a waiter's or the
 					 * spinning core's looks) */
 	uint64_t core_passes;		/* ... by the core thread */
+	uint64_t progress_passes;	/* ... by emunic_dev_progress (a test loop's) */
 	uint64_t core_wakes;		/* times the core thread woke from sleep */
 	uint64_t wake_cq, wake_cm, wake_doorbell, wake_timer;	/* ... because of */
 	uint64_t arms;			/* completion events asked for */
@@ -168,6 +169,18 @@ struct emunic_dev_stats {
 					 * waits in the engine (then EMUNIC_SPIN_US) */
 };
 int emunic_dev_stats(struct emunic_dev *dev, struct emunic_dev_stats *out);
+/*
+ * Lends the calling thread to the engine for one look, as a wait does while
+ * it waits: if no other thread runs the engine, this one polls verbs and,
+ * when that found something or work is waiting, runs a pass (event
+ * handlers included), then hands the engine back.  Never needed for
+ * progress (the progress core moves everything); a thread that tests for a
+ * result in a loop (emunic_test) gets it without waiting for the core to
+ * wake for it.  1: it did something; 0: nothing to do, or another thread
+ * runs the engine; -EINVAL.  From inside an event handler it does nothing
+ * (0): that thread is the engine already.
+ */
+int emunic_dev_progress(struct emunic_dev *dev);
 /* Out-of-band exchange among the device's ranks (through its boot channel),
  * for engines that must swap addresses and keys: collective. */
 int emunic_dev_allgather(struct emunic_dev *dev, const void *in, size_t len, void *out);

@@ -369,6 +369,17 @@ def test_p2p_bench_quick(rxe):
             assert float(row.group(7)) <= float(row.group(5)) + 0.05, row.group(0)
             # MB/s only for the rendezvous sizes (above the 4096-byte eager limit).
             assert (row.group(8) == "-") == (size == "8"), row.group(0)
+    # Who ran the engine: a test call lends its thread to it (emunic_test runs
+    # emunic_dev_progress), so the ping-pongs' test loops ran passes of their
+    # own (a point may have none: an isend preempted until the answer was in).
+    assert re.search(r"^\s+size\s+impl\s+test passes\s+core passes\s+core wakes$", out, re.M), out
+    test_passes = 0
+    for size in P2P_SIZES:
+        for impl in P2P_IMPLS[1:]:
+            row = re.search(r"^\s+%s\s+%s\s+%s\s+%s\s+%s$" % (size, impl, NUM, NUM, NUM), out, re.M)
+            assert row, (size, impl, out)
+            test_passes += float(row.group(1))
+    assert test_passes > 0, out
 
     rows, text = read_csv(path, P2P_HEADER)
     assert "CSV: %d rows in %s" % (len(rows), path) in out, out
@@ -376,12 +387,17 @@ def test_p2p_bench_quick(rxe):
     metrics = ["%s_%s" % (m, s) for s in P2P_SIZES
                for m in ("isend", "irecv", "test", "tests", "latency", "latency_min")]
     metrics += ["bandwidth_%s" % s for s in P2P_SIZES if s != "8"]
-    assert set(by) == {(i, m) for i in P2P_IMPLS for m in metrics}, text
+    engine = ["%s_%s" % (m, s) for s in P2P_SIZES for m in ("test_passes", "core_passes", "core_wakes")]
+    assert set(by) == ({(i, m) for i in P2P_IMPLS for m in metrics} |
+                       {(i, m) for i in P2P_IMPLS[1:] for m in engine}), text
     for r in rows:
         assert r["bench"] == "p2p" and r["ranks"] == "2", r
         v = float(r["value"])
         assert v >= 0, r
         kind = r["metric"].split("_")[0]
+        if kind in ("test", "core") and r["unit"] == "count":
+            assert r["ratio_vs_host"] in ("", "-"), r	# the host has no engine
+            continue
         assert r["unit"] == {"tests": "count", "bandwidth": "MB/s"}.get(kind, "us"), r
         if kind in ("latency", "bandwidth", "tests"):
             assert v > 0, r

@@ -277,6 +277,11 @@ int emunic_dev_stats(struct emunic_dev *d, struct emunic_dev_stats *out)
 	return 0;
 }
 
+int emunic_dev_progress(struct emunic_dev *d)
+{
+	return d ? nic_progress(d) : -EINVAL;
+}
+
 int emunic_dev_allgather(struct emunic_dev *d, const void *in, size_t len, void *out)
 {
 	return d ? emunic_boot_allgather(d->boot, in, len, out) : -EINVAL;

@@ -57,17 +57,25 @@ uint64_t nic_next_due_ns(struct emunic_dev *d, uint64_t now)
 	return due;
 }
 
+bool nic_runnable(struct emunic_dev *d)
+{
+	if (d->stalled || d->ready || !emunic_ring_empty(&d->cmd))
+		return true;
+	for (unsigned i = 0; i < d->nunits; i++)
+		if (d->unit[i]->runnable && d->unit[i]->runnable(d))
+			return true;
+	return false;
+}
+
 bool nic_urgent(struct emunic_dev *d)
 {
-	if (d->stalled || d->ready || !emunic_ring_empty(&d->cmd) ||
-	    (d->inflight && atomic_load_explicit(&d->sleepers, memory_order_relaxed)))
+	if (nic_runnable(d) || (d->inflight && atomic_load_explicit(&d->sleepers, memory_order_relaxed)))
 		return true;
 	for (unsigned i = 0; i < d->nunits; i++) {
 		const struct nic_unit *u = d->unit[i];
 
-		if ((u->runnable && u->runnable(d)) ||
-		    (u->pending && (u->wake_core || !atomic_load_explicit(&d->core_shares_cpu, memory_order_relaxed)) &&
-		     u->pending(d)))
+		if (u->pending && (u->wake_core || !atomic_load_explicit(&d->core_shares_cpu, memory_order_relaxed)) &&
+		    u->pending(d))
 			return true;
 	}
 	return false;

@@ -494,6 +494,9 @@ int nic_pass(struct emunic_dev *d);
 /* When some unit must run with no event (emunic_now_ns time, now as the
  * caller read it; UINT64_MAX: never). */
 uint64_t nic_next_due_ns(struct emunic_dev *d, uint64_t now);
+/* Work a pass can do now, with no completion to wait for: commands, a
+ * unit's runnable work, QPs with work for verbs (ready, or stalled). */
+bool nic_runnable(struct emunic_dev *d);
 /* Work the core must come for soon: commands, a unit's runnable work,
  * QPs with work for verbs (ready, or stalled for room), work in verbs while
  * a waiter sleeps, and a unit's pending work where the core has a CPU of
@@ -521,6 +524,12 @@ static inline void nic_fired(struct emunic_dev *d) { d->fired++; }
  * pass if what it found made work runnable (a WAIT met).  Never from a
  * thread that runs some device's engine.  True when it did anything. */
 bool nic_poll_assist(struct emunic_dev *d);
+/* emunic_dev_progress: if the engine is free (never from inside one), a
+ * look at verbs, and a pass with this thread's event handlers allowed when
+ * that found something or work waits (commands, a kick, a handler's
+ * events); then the token goes back as a poll's does.  1 when it did
+ * anything. */
+int nic_progress(struct emunic_dev *d);
 /* Device closing: every unit fails what cannot finish. */
 void nic_cancel_all(struct emunic_dev *d);
 void nic_release_obj(struct emunic_dev *d, struct obj *o);

@@ -198,6 +198,32 @@ bool nic_poll_assist(struct emunic_dev *d)
 	return n;
 }
 
+int nic_progress(struct emunic_dev *d)
+{
+	bool handlers = handlers_ok;
+	int n;
+
+	if (nic_owner_of || !nic_own(d))
+		return 0;
+	/* A thread that polls for a result runs what its arrival asks of the
+	 * engine's handlers (an engine's protocol step), as a waiter would. */
+	handlers_ok = true;
+	/* A look at verbs first: a test loop's usual call finds nothing, and
+	 * holds the token for that look only (a thread preempted holding it
+	 * stalls the engine: the core cannot take over).  A kick left for the
+	 * holder is served by a whole pass, here or in leaving. */
+	n = nic_verbs_poll(d);
+	if (n || nic_runnable(d) || atomic_load(&d->kick) || atomic_load(&d->need_core)) {
+		nic_take_kick(d);
+		n += nic_pass(d);
+		d->st.progress_passes++;
+	}
+	n = unown(d, n == 0, false) || n > 0;
+	handlers_ok = handlers;
+	nic_notices_out(d);
+	return n;
+}
+
 bool nic_handlers_ok(void) { return handlers_ok; }
 void nic_set_handlers_ok(bool ok) { handlers_ok = ok; }
 void nic_set_core_thread(void) { is_core = handlers_ok = true; }

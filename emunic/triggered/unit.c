@@ -41,6 +41,8 @@ static __attribute__((noinline)) int run_step(struct emunic_dev *d)
 		n += trig_run_deferred(d);
 		n += trig_eq_run_handlers(d);
 		n += trig_settle(d);	/* handlers post and count too */
+		if (!d->trig->deferred && !d->trig->handler_eqs)
+			atomic_store(&d->need_core, false);	/* this thread did it */
 	}
 	return n;
 }

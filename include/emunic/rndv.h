@@ -136,7 +136,11 @@ int emunic_isend(struct emunic_rndv *r, const void *buf, size_t len, int dst, in
 /* src may be EMUNIC_ANY_SOURCE (not for an RTR receive), tag EMUNIC_ANY_TAG. */
 int emunic_irecv(struct emunic_rndv *r, void *buf, size_t len, int src, int tag, struct emunic_req **req);
 /* *done = 1 once complete (st filled, if not NULL).  Never needed for
- * progress: the transfer moves without it. */
+ * progress: the transfer moves without it.  Not complete yet, an eager or
+ * RTR request's test lends the calling thread to the engine for a look
+ * (emunic_dev_progress), so a test loop finds its message itself rather
+ * than wait for the progress core to wake for it; a chunked rendezvous is
+ * left to the core. */
 int emunic_test(struct emunic_req *req, int *done, struct emunic_status *st);
 /* 0 when complete, -ETIMEDOUT after timeout_ms (< 0: no bound). */
 int emunic_wait(struct emunic_req *req, struct emunic_status *st, int timeout_ms);

@@ -1419,6 +1419,62 @@ static void t_spin_fire(void)
 		      "that each fired a trigger", S(before), SPIN_ROUNDS);
 }
 
+/* emunic_dev_progress: a NULL device is -EINVAL; an application thread that
+ * calls it in a loop gets the PUT events of an entry's handler, whoever runs
+ * them; and the handler, already inside the engine, runs no second one (0). */
+#define PROGRESS_PUTS 20
+static struct { _Atomic int calls, inner; } prog;
+
+static void progress_handler(void *dev, const struct emunic_event *ev)
+{
+	atomic_fetch_add(&prog.calls, ev->kind == EMUNIC_EV_PUT);
+	if (emunic_dev_progress(dev) != 0)
+		atomic_fetch_add(&prog.inner, 1);
+}
+
+static void t_progress(void)
+{
+	struct emunic_le *le = NULL;
+	struct emunic_target tg;
+	int r = emunic_dev_progress(NULL);
+
+	CHECK(r == -EINVAL, "emunic_dev_progress(NULL) gave %d, not -EINVAL", r);
+	setup();
+	if (T->rank == 1) {
+		struct emunic_eq *eq;
+
+		r = emunic_eq_create(T->dev, 256, progress_handler, T->dev, &eq);
+		CHECK(r == 0, "eq_create with a handler: %s", strerror(-r));
+		le = le_new(0, 64 * PROGRESS_PUTS, 0, NULL, eq, 0, 0);
+	}
+	tg = swap_target(le);
+	if (T->rank == 0) {
+		struct emunic_ct *done = ct_new();
+
+		for (unsigned k = 0; k < PROGRESS_PUTS; k++) {
+			struct emunic_op op = op_rma(EMUNIC_OP_PUT, at(64 * k), 64, tg, 64 * k, done);
+
+			pattern(at(64 * k), 64, 50 + k);
+			post_now(&op);
+		}
+		ct_await(done, PROGRESS_PUTS, "the puts' local completions");
+	} else {
+		for (int i = 0; i < WAIT_MS && atomic_load(&prog.calls) < PROGRESS_PUTS; i++) {
+			r = emunic_dev_progress(T->dev);
+			CHECK(r == 0 || r == 1, "emunic_dev_progress gave %d", r);
+			if (!r)
+				ms(1);
+		}
+		CHECK(atomic_load(&prog.calls) == PROGRESS_PUTS, "the handler saw %d of %d puts within %d ms of "
+		      "emunic_dev_progress calls", atomic_load(&prog.calls), PROGRESS_PUTS, WAIT_MS);
+		CHECK(!atomic_load(&prog.inner), "emunic_dev_progress from inside a handler ran the engine %d time(s)",
+		      atomic_load(&prog.inner));
+		for (unsigned k = 0; k < PROGRESS_PUTS; k++)
+			expect_pattern(at(64 * k), 64, 50 + k, "a put into the handler's entry");
+	}
+	sync_ranks();
+}
+
 /* needs: what the device must carry (emunic_dev_lacks): chain and order
  * fetch_add, which a device without atomics (siw) cannot; they skip there
  * with the reason.  Target counting runs everywhere (immediate data, or
@@ -1447,6 +1503,7 @@ static const struct check {
 	  "a disconnect while reconnecting: the attempt comes up, its put settles once, then the QP ends" },
 	{ "spin_no_fire", t_spin_no_fire, 0, 0, "arrivals firing no trigger leave a core on shared CPUs at its least spin" },
 	{ "spin_fire", t_spin_fire, 0, 0, "arrivals each firing a trigger let a core on shared CPUs adapt its spin" },
+	{ "progress", t_progress, 0, 0, "emunic_dev_progress runs handlers for its caller, none inside one" },
 };
 #define NCHECKS (sizeof(checks) / sizeof(checks[0]))
 

@@ -22,7 +22,7 @@
  * round trip).  Rank 0's medians.  Sizes take turns impl by impl; the host
  * runs first, with no emunic device open (its progress core would compete).
  */
-#include "bench.h"
+#include "pp.h"
 #include "baseline/ptp.h"
 
 #include <emunic/rndv.h>
@@ -30,35 +30,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#define PP_BASELINE "host"
-#define PP_MAX_SIZES 16
-#define PP_MAX_IMPLS 6			/* host, 4 RTR progress schemes, chunked */
 #define PP_MAX_SIZE ((size_t)64 << 20)
 #define PP_MAX_EAGER 65536		/* 64 slots of it fit the engine's 4 MiB ring */
-#define PP_BUDGET ((size_t)32 << 20)	/* default K: at most this many bytes a pass */
 #define PP_TAG 9
 #define PP_POLL_CHECK 256		/* test calls between looks at the clock */
-
-struct pp_impl {
-	char name[24];			/* CSV impl: host, rtr-core, .., chunked-core */
-	bool host;
-	unsigned proto, progress;
-	struct emunic_rndv *rv;
-};
-
-struct pp_opts {
-	size_t sizes[PP_MAX_SIZES];
-	int nsizes;
-	struct pp_impl im[PP_MAX_IMPLS];
-	int nim;
-	size_t eager;
-	int iters;			/* 0: by size */
-	int warmup;
-	int timeout_ms;
-	const char *csv;
-};
 
 /* What one ping-pong run needs: the impl, its buffers and the peer. */
 struct pp_run {
@@ -70,6 +46,7 @@ struct pp_run {
 	size_t size;
 	int peer;
 	bool check;			/* this iteration checks the data received */
+	struct emunic_dev *dev;		/* the engine's (NULL: host) */
 };
 
 /* A request of either kind behind one face. */
@@ -298,29 +275,6 @@ static int pp_pass(struct pp_run *x, int k, struct pp_sample *s, double *wall, b
 	return r;
 }
 
-static int pp_iters(const struct pp_opts *o, size_t size)
-{
-	size_t k = PP_BUDGET / size;
-
-	return o->iters ? o->iters : k < 10 ? 10 : k > 100 ? 100 : (int)k;
-}
-
-static void pp_metric(char *buf, size_t len, const char *prefix, size_t size)
-{
-	char sz[24];
-
-	bench_size_str(sz, sizeof(sz), size);
-	snprintf(buf, len, "%s_%s", prefix, sz);
-}
-
-static int pp_add(struct bench *b, const char *impl, const char *prefix, size_t size, double v, const char *unit)
-{
-	char m[64];
-
-	pp_metric(m, sizeof(m), prefix, size);
-	return bench_add(b, impl, m, v, unit);
-}
-
 /* Rank 0's medians of a point. */
 static int pp_record(struct bench *b, const struct pp_opts *o, const struct pp_impl *im, size_t size,
 		     const struct pp_sample *s, double *wall, int k)
@@ -352,9 +306,17 @@ static int pp_record(struct bench *b, const struct pp_opts *o, const struct pp_i
 	return r;
 }
 
+static int pp_stats(struct pp_run *x, struct emunic_dev_stats *st)
+{
+	int r = emunic_dev_stats(x->dev, st);
+
+	return r ? bench_err(x->b, r, "emunic_dev_stats") : 0;
+}
+
 /* One point on both ranks: warm-up, overhead, latency; rank 0 records. */
 static int pp_point(struct pp_run *x, size_t size)
 {
+	struct emunic_dev_stats st0, st1;
 	int k = pp_iters(x->o, size), r;
 	struct pp_sample *s = calloc((size_t)k, sizeof(*s));
 	double *wall = calloc((size_t)k, sizeof(*wall));
@@ -363,9 +325,23 @@ static int pp_point(struct pp_run *x, size_t size)
 	r = s && wall ? 0 : bench_err(x->b, -ENOMEM, "samples");
 	r = r ? r : pp_pass(x, x->o->warmup, NULL, NULL, true);
 	r = r ? r : pp_pass(x, k, s, NULL, false);
+	if (!r && x->dev)
+		r = pp_stats(x, &st0);
 	r = r ? r : pp_pass(x, k, NULL, wall, false);
+	if (!r && x->dev)
+		r = pp_stats(x, &st1);
 	if (!r && x->b->rank == 0)
 		r = pp_record(x->b, x->o, x->im, size, s, wall, k);
+	/* Who ran the engine in the latency pass, an iteration: test calls
+	 * (emunic_dev_progress), the core; and how often the core woke. */
+	if (!r && x->dev && x->b->rank == 0) {
+		r = pp_add(x->b, x->im->name, "test_passes", size,
+			   (double)(st1.progress_passes - st0.progress_passes) / k, "count");
+		r = r ? r : pp_add(x->b, x->im->name, "core_passes", size,
+				   (double)(st1.core_passes - st0.core_passes) / k, "count");
+		r = r ? r : pp_add(x->b, x->im->name, "core_wakes", size,
+				   (double)(st1.core_wakes - st0.core_wakes) / k, "count");
+	}
 	free(s);
 	free(wall);
 	return r;
@@ -440,6 +416,7 @@ static int pp_engine_pass(struct bench *b, const struct pp_opts *o, struct pp_im
 	emunic_dev_attr_init(&da);
 	if ((r = bench_open_dev(b, &da, &dev, device, dlen)))
 		return r;
+	x.dev = dev;
 	x.sbuf = aligned_alloc(4096, (max + 4095) & ~(size_t)4095);
 	x.rbuf = aligned_alloc(4096, (max + 4095) & ~(size_t)4095);
 	r = x.sbuf && x.rbuf ? 0 : bench_err(b, -ENOMEM, "buffers of %zu bytes", max);
@@ -467,74 +444,6 @@ static int pp_engine_pass(struct bench *b, const struct pp_opts *o, struct pp_im
 
 /* ---- the report (rank 0) ------------------------------------------------------- */
 
-static double pp_value(const struct bench *b, const struct pp_impl *im, const char *prefix, size_t size)
-{
-	char m[64];
-
-	pp_metric(m, sizeof(m), prefix, size);
-	return bench_get(b, im->name, m);
-}
-
-static void pp_print_table(const struct bench *b, const struct pp_opts *o)
-{
-	printf("\n1. ping-pong, rank 0's medians: us inside one isend, one irecv and one test call; test\n"
-	       "   calls an iteration; latency = half the round trip, us; x host = latency / host's;\n"
-	       "   min = the fastest half round trip; MB/s = size / latency (rendezvous sizes)\n");
-	printf("   %-8s%-18s%5s%10s%10s%10s%8s%11s%9s%10s%9s\n", "size", "impl", "K", "isend", "irecv", "test", "tests",
-	       "latency", "x host", "min", "MB/s");
-	for (int s = 0; s < o->nsizes; s++) {
-		size_t size = o->sizes[s];
-		char sz[24];
-
-		bench_size_str(sz, sizeof(sz), size);
-		for (int i = 0; i < o->nim; i++) {
-			const struct pp_impl *im = &o->im[i];
-			double lat = pp_value(b, im, "latency", size), base = pp_value(b, &o->im[0], "latency", size);
-
-			printf("   %-8s%-18s%5d", sz, im->name, pp_iters(o, size));
-			bench_cell(pp_value(b, im, "isend", size), 10, "%.1f");
-			bench_cell(pp_value(b, im, "irecv", size), 10, "%.1f");
-			bench_cell(pp_value(b, im, "test", size), 10, "%.2f");
-			bench_cell(pp_value(b, im, "tests", size), 8, "%.0f");
-			bench_cell(lat, 11, "%.1f");
-			bench_cell(lat >= 0 && base > 0 ? lat / base : -1, 9, "%.2fx");
-			bench_cell(pp_value(b, im, "latency_min", size), 10, "%.1f");
-			bench_cell(pp_value(b, im, "bandwidth", size), 9, "%.1f");
-			printf("\n");
-		}
-	}
-}
-
-static void pp_report(struct bench *b, const struct pp_opts *o, const char *device)
-{
-	char eager[24];
-
-	if (b->rank != 0)
-		return;
-	bench_size_str(eager, sizeof(eager), o->eager);
-	printf("\nemunic-bench p2p: ping-pong through the point-to-point engine (engines/rndv) vs a\n"
-	       "host-progressed ping-pong (host: SEND/RECV over the same verbs, posted and polled by the app)\n");
-	printf("  device       %s; %d ranks, bootstrap %s, %ld CPUs online\n", device, b->size,
-	       emunic_boot_method(b->boot), sysconf(_SC_NPROCESSORS_ONLN));
-	printf("  protocols    eager up to %s bytes (attr.first), whole in a slot; longer: rtr-* the\n"
-	       "               receiver-initiated rendezvous (seed 000) under progress core, test,\n"
-	       "               test-on-init, wait-on-send; chunked-core the chunked receiver-driven\n"
-	       "               one (seed 004) under the progress core; an endpoint each, one device\n", eager);
-	printf("  iteration    rank 0: isend(ping), irecv(pong), emunic_test on each not done, in turn,\n"
-	       "               until both are; rank 1: test its receive (posted an iteration ahead)\n"
-	       "               until done, irecv(next), isend(pong), test until done.  host: the same\n"
-	       "               with post send / post receive / one CQ poll a test, but rank 0 posts its\n"
-	       "               receive first (a SEND with no receive waits for an RNR retry)\n");
-	printf("  a point      %d warm-up iterations (the first checks the data both ways), K with each\n"
-	       "               call timed, less one clock read (%.2f us) a call, K timed as a whole;\n"
-	       "               K = 32 MiB / size within [10, 100] unless --iters; engine isend/irecv\n"
-	       "               of a rendezvous size include registering the buffer\n", o->warmup, b->clock_ns / 1e3);
-	printf("  note         under QEMU TCG absolute times mean little: compare the ratios\n");
-	pp_print_table(b, o);
-	bench_write_csv(b, PP_BASELINE);
-	fflush(stdout);
-}
-
 /* ---- options -------------------------------------------------------------------- */
 
 const char bench_p2p_help[] =
@@ -554,8 +463,11 @@ const char bench_p2p_help[] =
 "    isend, one irecv, one test call (each call timed), test calls an\n"
 "    iteration, latency (half the round trip, a pass timing only whole\n"
 "    iterations), x host (latency / host's at that size), the fastest half\n"
-"    round trip and MB/s (size / latency, rendezvous sizes).  One table, a\n"
-"    row per size and impl.\n"
+"    round trip and MB/s (size / latency, rendezvous sizes): table 1, a\n"
+"    row per size and impl.  Table 2, a row per size and engine impl: who\n"
+"    ran rank 0's engine in the latency pass, an iteration (passes by test\n"
+"    calls, which lend their thread to the engine; passes by the progress\n"
+"    core; the core's wake-ups).\n"
 "\n"
 "    --sizes LIST       message sizes, bytes with an optional K, M or G\n"
 "                       (default 8, the eager limit + 1, 64K, 1M; at most\n"
