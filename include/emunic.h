@@ -151,7 +151,6 @@ struct emunic_dev_stats {
 	uint64_t idle_passes;		/* ... that found nothing to do (a waiter's or the
 					 * spinning core's looks) */
 	uint64_t core_passes;		/* ... by the core thread */
-	uint64_t progress_passes;	/* ... by emunic_dev_progress (a test loop's) */
 	uint64_t core_wakes;		/* times the core thread woke from sleep */
 	uint64_t wake_cq, wake_cm, wake_doorbell, wake_timer;	/* ... because of */
 	uint64_t arms;			/* completion events asked for */
@@ -167,6 +166,7 @@ struct emunic_dev_stats {
 					 * shared CPUs only within that spin of firing a
 					 * trigger, and never while an application thread
 					 * waits in the engine (then EMUNIC_SPIN_US) */
+	uint64_t progress_passes;	/* engine passes by emunic_dev_progress (a test loop's) */
 };
 int emunic_dev_stats(struct emunic_dev *dev, struct emunic_dev_stats *out);
 /*
@@ -176,9 +176,12 @@ int emunic_dev_stats(struct emunic_dev *dev, struct emunic_dev_stats *out);
  * handlers included), then hands the engine back.  Never needed for
  * progress (the progress core moves everything); a thread that tests for a
  * result in a loop (emunic_test) gets it without waiting for the core to
- * wake for it.  1: it did something; 0: nothing to do, or another thread
- * runs the engine; -EINVAL.  From inside an event handler it does nothing
- * (0): that thread is the engine already.
+ * wake for it.  The event handlers of any event queue of the device may
+ * run on the calling thread then (as in a wait), so it must hold no lock a
+ * handler takes.  1: it did something (a pass that found work, or one
+ * another thread's kick asked for); 0: nothing to do, or another thread
+ * runs the engine; -EINVAL.  From a thread already inside some device's
+ * engine (an event handler) it does nothing (0).
  */
 int emunic_dev_progress(struct emunic_dev *dev);
 /* Out-of-band exchange among the device's ranks (through its boot channel),

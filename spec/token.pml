@@ -10,8 +10,9 @@
  * io_uring on the completion channels, rdma_cm and the doorbell".
  *
  * Who is modelled: NWAIT app threads that post a command and wait for its
- * completion (1 by default), NPOST app threads that only post one (1), the
- * core thread, verbs:
+ * completion (1 by default), NPOST app threads that only post one (1),
+ * NTEST app threads that only look a few times (0: nic_progress, a test
+ * loop's look), the core thread, verbs:
  *   - a waiter waits on its own object's wait word (nic_wait), assisting
  *     (taking the token and running passes) while its budget lasts;
  *   - a post that took the token leaves a kick of the core's to the core
@@ -64,6 +65,9 @@
  *   MUT_CK_CLEAR  a poster that leaves the core's kick to the core clears
  *             it first: a core that has not marked itself asleep yet then
  *             sleeps, and its doorbell never rings.
+ *   MUT_TEST_IDLE  (with NTEST) a tester whose look ran a pass for a kick
+ *             and found nothing leaves as idle, without the hand-over the
+ *             kick asked for: the core sleeps unarmed, no timer.
  *
  * Granularity: memory is sequentially consistent (the code's seq_cst fences
  * make it so at these points).  Steps that touch only what the token holder
@@ -82,7 +86,13 @@
 #ifndef NPOST
 #define NPOST 1		/* app threads that only post */
 #endif
-#define NAPP (NWAIT + NPOST)
+#ifndef NTEST
+#define NTEST 0		/* app threads that test (emunic_dev_progress) MAXTEST times */
+#endif
+#ifndef MAXTEST
+#define MAXTEST 2
+#endif
+#define NAPP (NWAIT + NPOST + NTEST)
 
 #ifdef AS_CODED		/* the code as it is: D1 and D2 below */
 #define AS_CODED_D1
@@ -302,13 +312,16 @@ inline hand_over()
 
 /* owner.c unown; `worked`: it ran a pass for a kick (D1).  posted: an app
  * thread that posted and goes back to its work (nic_unown_posted) leaves a
- * kick of the core's to the core: the doorbell, the kick left set. */
-inline unown(is_core, posted)
+ * kick of the core's to the core: the doorbell, the kick left set.  idle:
+ * the holder changed nothing, so the hand-over whoever left the work made
+ * still stands (a look that found nothing: nic_progress, nic_poll_assist);
+ * a kick's extra round hands over. */
+inline unown(is_core, posted, idle)
 {
 	do
 	::
 		if
-		:: !is_core -> hand_over()
+		:: !is_core && !(idle && round == 0) -> hand_over()
 		:: else
 		fi;
 #ifdef MUT_KICK
@@ -433,7 +446,7 @@ proctype core()
 		:: ok && n == 0 ->
 			/* idle: prepare, hand back, sleep */
 			prepare_sleep(n);
-			unown(1, 0);
+			unown(1, 0, 0);
 #ifndef AS_CODED_D1
 			n = n + worked;		/* D1 */
 #endif
@@ -441,7 +454,7 @@ proctype core()
 			:: n == 0 -> core_sleep()
 			:: else
 			fi
-		:: ok && n > 0 -> unown(1, 0)
+		:: ok && n > 0 -> unown(1, 0, 0)
 		fi;
 		d_step { ok = 0; n = 0; worked = 0 }
 	od
@@ -500,7 +513,7 @@ inline leave()
 		skip
 	fi;
 	if
-	:: ok -> unown(0, 0)
+	:: ok -> unown(0, 0, 0)
 	:: else
 	fi;
 	d_step { ok = 0; worked = 0 }
@@ -510,6 +523,11 @@ proctype app(byte i)
 {
 	bit ok, uok, k, ck, assisted, urgent, mine;
 	byte n, un, id, round, want, snap, tries, worked, late;
+
+	if
+	:: i >= NWAIT + NPOST -> goto test	/* a tester posts nothing */
+	:: else
+	fi;
 
 	/* post: publish the command (mq/post.c:381), then nic_submitted
 	 * (nic.h, objs.c nic_submitted_run): kick, take the token, run a
@@ -545,9 +563,9 @@ proctype app(byte i)
 	 * `assisting` is not modelled). */
 	if
 #ifdef POST_HAND_OVER
-	:: ok -> unown(0, 0)
+	:: ok -> unown(0, 0, 0)
 #else
-	:: ok -> unown(0, 1)
+	:: ok -> unown(0, 1, 0)
 #endif
 	:: else
 	fi;
@@ -580,7 +598,7 @@ proctype app(byte i)
 			/* a pass queued a notice: the token goes back before it
 			 * is printed (98-102) */
 			if
-			:: mine -> unown(0, 0); mine = 0
+			:: mine -> unown(0, 0, 0); mine = 0
 			:: true
 			fi;
 			d_step { n = 0; worked = 0 }
@@ -592,6 +610,46 @@ proctype app(byte i)
 		fi
 	od;
 	leave();	/* 132-133 */
+	finished++;
+	goto out;
+	/* A tester (owner.c nic_progress, which rndv's emunic_test calls): a
+	 * thread that looks a few times (up to MAXTEST), then goes back to its
+	 * own work.  A look takes the token if it is free, polls verbs, and
+	 * runs a pass when that found something or work waits (the ring, a
+	 * kick); then it gives the token back, handing over unless the poll
+	 * found nothing and no pass ran (MUT_TEST_IDLE: unless it found
+	 * nothing, as first written: a kick's empty pass then skipped the
+	 * hand-over the kick asked for).  One step up to the release: what
+	 * others do meanwhile falls before or after it. */
+test:	do
+	:: snap == MAXTEST -> break
+	:: snap < MAXTEST -> snap++;
+		atomic {
+			own(ok);
+			if
+			:: ok ->
+				n = 0;
+				poll(n);
+				if
+				:: n > 0 || len(ring) > 0 || kick ->
+					kick = 0; core_kicked = 0; engine(n); worked = 1
+				:: else
+				fi
+			:: else
+			fi
+		};
+		engine_late();
+		if
+#ifdef MUT_TEST_IDLE
+		:: ok -> tries = worked; worked = 0; unown(0, 0, n == 0)
+#else
+		:: ok -> tries = worked; worked = 0; unown(0, 0, n == 0 && !tries)
+#endif
+		:: else
+		fi;
+		d_step { ok = 0; n = 0; tries = 0; worked = 0 }
+	:: snap < MAXTEST -> snap = MAXTEST	/* it stops looking sooner */
+	od;
 	finished++;
 out:	skip
 }

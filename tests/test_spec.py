@@ -36,6 +36,12 @@ CHECKS = [
     # with a poster too it is 18.6 million states, too long for the suite).
     ("token", ["MAXTRY=2", "NPOST=0"], None),
     ("token", ["MUT_KEEP"], "invalid end state"),
+    # A thread that tests (nic_progress): a look at verbs, a pass when it
+    # found something or the ring or a kick waits, a hand-over unless the
+    # look was idle; leaving as idle after a kick's empty pass loses the
+    # hand-over the kick asked for.
+    ("token", ["NTEST=1", "NPOST=0"], None),
+    ("token", ["NTEST=1", "NPOST=0", "MUT_TEST_IDLE"], "invalid end state"),
     # A blocking post whose wait never comes leaves its command to the
     # core's timer: looking at the timer before the kick loses it.
     ("post_next", [], None),

@@ -364,7 +364,9 @@ struct emunic_dev {
 	unsigned nsteps;
 	nic_cmd_fn on_cmd[NIC_CMD_TYPES];
 	void (*obj_free[OBJ_KINDS])(struct obj *o);	/* a kind's own parts, at close */
-	_Atomic bool need_core;		/* work only a handler-safe thread may do */
+	_Atomic bool need_core;		/* work only a handler-safe thread may do: the
+					 * triggered unit's deferred finishes and events,
+					 * set and cleared by it under the token */
 	const struct nic_qp_hooks *qp_hooks;
 	const struct nic_fault_ops *fault;	/* NULL: no rules */
 	nic_arrival_fn on_arrival;

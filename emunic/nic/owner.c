@@ -200,7 +200,7 @@ bool nic_poll_assist(struct emunic_dev *d)
 
 int nic_progress(struct emunic_dev *d)
 {
-	bool handlers = handlers_ok;
+	bool handlers = handlers_ok, ran = false;
 	int n;
 
 	if (nic_owner_of || !nic_own(d))
@@ -217,8 +217,12 @@ int nic_progress(struct emunic_dev *d)
 		nic_take_kick(d);
 		n += nic_pass(d);
 		d->st.progress_passes++;
+		ran = true;
 	}
-	n = unown(d, n == 0, false) || n > 0;
+	/* A pass run for a kick hands over as the kick asked, even if it
+	 * found nothing (a waiter that left, a core that found the token
+	 * held, each counts on the holder's hand-over). */
+	n = unown(d, n == 0 && !ran, false) || n > 0;
 	handlers_ok = handlers;
 	nic_notices_out(d);
 	return n;

@@ -136,11 +136,13 @@ int emunic_isend(struct emunic_rndv *r, const void *buf, size_t len, int dst, in
 /* src may be EMUNIC_ANY_SOURCE (not for an RTR receive), tag EMUNIC_ANY_TAG. */
 int emunic_irecv(struct emunic_rndv *r, void *buf, size_t len, int src, int tag, struct emunic_req **req);
 /* *done = 1 once complete (st filled, if not NULL).  Never needed for
- * progress: the transfer moves without it.  Not complete yet, an eager or
- * RTR request's test lends the calling thread to the engine for a look
+ * progress: the transfer moves without it.  Not complete yet, the test of
+ * an RTR request, or of one of at most `first` bytes (a receive: its
+ * buffer), lends the calling thread to the engine for a look
  * (emunic_dev_progress), so a test loop finds its message itself rather
- * than wait for the progress core to wake for it; a chunked rendezvous is
- * left to the core. */
+ * than wait for the progress core to wake for it; the endpoint's handlers
+ * may run in it.  A longer chunked request's test leaves its gets to the
+ * core. */
 int emunic_test(struct emunic_req *req, int *done, struct emunic_status *st);
 /* 0 when complete, -ETIMEDOUT after timeout_ms (< 0: no bound). */
 int emunic_wait(struct emunic_req *req, struct emunic_status *st, int timeout_ms);

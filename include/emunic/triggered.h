@@ -10,7 +10,8 @@
  *    and/or an event queue bound to it: puts arriving into it and gets
  *    served from it are counted there (target-side counting);
  *  - an event queue (EQ) carries full events (kind, peer, match bits,
- *    length, offset) to a poller, or to a handler run on the progress core.
+ *    length, offset) to a poller, or to a handler run in the engine (on the
+ *    progress core, or on a thread waiting or testing in emunic).
  *
  * Operations (put, get, fetch-and-add, ct-inc, ct-set) go over QPs created
  * EMUNIC_QP_TRIGGERED.  emunic_op_post runs one now; emunic_trig_post runs it
@@ -114,8 +115,10 @@ struct emunic_event {
 	uint64_t user;		/* initiator: the op's user value */
 };
 
-/* Called on the progress core for each event instead of queueing it: the
- * part of an engine a programmable NIC would run.  It must not block; it may
+/* Called in the engine for each event instead of queueing it (on the
+ * progress core, or on an application thread that waits in emunic or lends
+ * itself through emunic_dev_progress, never inside a post or a counter
+ * bump): the part of an engine a programmable NIC would run.  It must not block; it may
  * post ops and triggers (which then fail with -ENOSPC rather than wait). */
 typedef void (*emunic_eq_handler)(void *arg, const struct emunic_event *ev);
 /* From a handler, for a target PUT event whose data the engine recognised
