@@ -82,10 +82,10 @@ static bool check_done(struct emunic_req *q)
 /* Whether a test of q runs the engine (emunic_dev_progress): for a request
  * of at most `first` bytes (a receive: its buffer) or under the RTR
  * protocol, whose steps are single arrivals that a core would have to wake
- * for; not for a longer chunked request, whose gets the
- * core moves best alone (a 64 KiB ping-pong took 1.5x as long with its
- * tests in the engine, both ranks' app threads competing with rxe's own
- * packet work for the guest's two CPUs: README, "Eager, RTR rendezvous"). */
+ * for; not for a longer chunked request, whose gets the core moves best
+ * alone (a 64 KiB ping-pong took 1.5x as long with its tests in the engine,
+ * both ranks' app threads competing with rxe's own packet work for the
+ * guest's two CPUs: README, "Eager, RTR rendezvous"). */
 static bool lends(const struct emunic_req *q)
 {
 	return q->len <= q->r->attr.first || q->rtr;

@@ -118,8 +118,9 @@ struct emunic_event {
 /* Called in the engine for each event instead of queueing it (on the
  * progress core, or on an application thread that waits in emunic or lends
  * itself through emunic_dev_progress, never inside a post or a counter
- * bump): the part of an engine a programmable NIC would run.  It must not block; it may
- * post ops and triggers (which then fail with -ENOSPC rather than wait). */
+ * bump): the part of an engine a programmable NIC would run.  It must not
+ * block; it may post ops and triggers (which then fail with -ENOSPC rather
+ * than wait). */
 typedef void (*emunic_eq_handler)(void *arg, const struct emunic_event *ev);
 /* From a handler, for a target PUT event whose data the engine recognised
  * (by its own sequence numbers) as a second copy of one it already had: the
