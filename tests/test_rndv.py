@@ -56,3 +56,20 @@ def test_table1_sanitizers(rxe):
 def test_memcheck(rxe):
     run(rxe, "edges", args="--chunk 16384", timeout=600,
         wrap=MEMCHECK + " ")
+
+
+@pytest.mark.parametrize("args", ["--proto chunked", "--proto rtr", "--proto rtr --progress test"],
+                         ids=["chunked", "rtr", "rtr-test"])
+@pytest.mark.parametrize("assist", ["", "env EMUNIC_ASSIST_US=0 "], ids=["assist", "sleep"])
+def test_wait_sleeps_until_moved(rxe, args, assist):
+    """emunic_wait on a request its peer answers 300 ms later (an eager
+    receive, a rendezvous receive, a rendezvous send: under RTR one still
+    waiting for its RTR) neither polls (a 200 us nap loop slept ~740 times
+    there) nor waits for its own recheck: with --recheck-ms 600000 only the
+    endpoint's wake-up (rndv_wake_posted) can end the sleep before the 20 s
+    timeout.  Then two threads wait at once and must not wake each other
+    (each at most 20 sleeps; 52-55 when every test's flush woke them).
+    EMUNIC_ASSIST_US=0 makes the waiter sleep at once; by default it runs
+    the engine itself first."""
+    out = run(rxe, "sleep", args=args + " --recheck-ms 600000", wrap=assist)
+    assert out.count("done in") == 5, out

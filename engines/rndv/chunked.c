@@ -107,7 +107,7 @@ int rndv_start_send(struct emunic_rndv *r, struct emunic_req *q)
 	q->started = true;
 	r->stats.slot_waits += !goes_now;
 	r->stats.eager += q->len <= r->attr.first;
-	atomic_store(&q->state, REQ_GETTING);
+	rndv_req_moved(q, REQ_GETTING);
 	return 0;
 }
 
@@ -250,16 +250,16 @@ int rndv_start_recv(struct emunic_rndv *r, struct emunic_req *q, const struct rn
 		fprintf(stderr, "emunic: rank %d: message from rank %d has chunk size %llu: not a power of two; "
 			"its gets are not made\n", r->rank, peer, (unsigned long long)h->chunk);
 		q->st.error = -EIO;
-		atomic_store(&q->state, REQ_DONE);
+		rndv_req_moved(q, REQ_DONE);
 		return 0;
 	}
 	q->ngets = ngets_of(h->chunk, h->total, h->first);
 	q->need = q->ngets;
 	if (!q->ngets) {
-		atomic_store(&q->state, REQ_DONE);
+		rndv_req_moved(q, REQ_DONE);
 		return 0;
 	}
-	atomic_store(&q->state, REQ_GETTING);
+	rndv_req_moved(q, REQ_GETTING);
 	post_gets(r, q);
 	return 0;
 }

@@ -3,24 +3,18 @@
  * rndv's deferred work, in one place: what a full command ring refused
  * (acks, credits, RTRs, a send's answer, a receive's completion count; the
  * owed queue is peer.c's) goes again at the end of every call and handler
- * (rndv_flush).  It sits above slots.c and rtr.c, which it calls; they
- * reach it through r->flush.
+ * (rndv_flush), which then wakes whoever sleeps on a request still
+ * posted.  It sits above slots.c and rtr.c, which it calls; they reach it
+ * through r->flush.
  */
 #include "engines/rndv/rndv_int.h"
 
 #include <errno.h>
 
-void rndv_flush(struct emunic_rndv *r)
+static void pay_owed(struct emunic_rndv *r)
 {
 	struct emunic_req *q;
 
-	for (int p = 0; p < r->size; p++) {
-		if (r->peer[p].ack_owed)
-			rndv_send_ack(r, p);
-		if (r->peer[p].acked_seen != r->peer[p].credit_applied)
-			rndv_apply_credits(r, p);
-	}
-	rndv_rtr_pump_all(r);
 	while ((q = r->owed)) {
 		int e;
 
@@ -43,4 +37,17 @@ void rndv_flush(struct emunic_rndv *r)
 			return;
 		}
 	}
+}
+
+void rndv_flush(struct emunic_rndv *r)
+{
+	for (int p = 0; p < r->size; p++) {
+		if (r->peer[p].ack_owed)
+			rndv_send_ack(r, p);
+		if (r->peer[p].acked_seen != r->peer[p].credit_applied)
+			rndv_apply_credits(r, p);
+	}
+	rndv_rtr_pump_all(r);
+	pay_owed(r);
+	rndv_wake_posted(r);
 }

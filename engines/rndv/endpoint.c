@@ -18,7 +18,7 @@ void emunic_rndv_attr_init(struct emunic_rndv_attr *a)
 {
 	*a = (struct emunic_rndv_attr){ .first = 4096, .chunk = 65536, .credits = 4, .slots = 64,
 					 .max_sends = 256, .connect_timeout_ms = 30000, .wait_on_send_us = 200,
-					 .reconnects = 4 };
+					 .reconnects = 4, .recheck_ms = 20 };
 }
 
 static const char *const proto_names[] = { [EMUNIC_RNDV_CHUNKED] = "chunked", [EMUNIC_RNDV_RTR] = "rtr" };
@@ -76,13 +76,16 @@ static int fill_defaults(struct emunic_rndv_attr *a)
 		a->connect_timeout_ms = d.connect_timeout_ms;
 	if (!a->wait_on_send_us)
 		a->wait_on_send_us = d.wait_on_send_us;
+	if (!a->recheck_ms)
+		a->recheck_ms = d.recheck_ms;
 	if (!a->ack_every)
 		a->ack_every = a->slots / 2 ? a->slots / 2 : 1;
 	if (a->proto > EMUNIC_RNDV_RTR || a->progress > EMUNIC_PROGRESS_WAIT_ON_SEND ||
 	    (a->flags & ~(EMUNIC_RNDV_ON_DEMAND | EMUNIC_RNDV_HOLD_SLOTS)) || a->ack_every > a->slots ||
-	    a->reconnect_timeout_ms < 0) {
-		fprintf(stderr, "emunic: rndv: proto %u, progress %u, flags %#x or ack_every %u (<= slots %u) not "
-			"valid\n", a->proto, a->progress, a->flags, a->ack_every, a->slots);
+	    a->reconnect_timeout_ms < 0 || a->recheck_ms < 0) {
+		fprintf(stderr, "emunic: rndv: proto %u, progress %u, flags %#x, ack_every %u (<= slots %u) or "
+			"recheck_ms %d not valid\n", a->proto, a->progress, a->flags, a->ack_every, a->slots,
+			a->recheck_ms);
 		return -EINVAL;
 	}
 	/* A get's offset travels in 16 bits of the chunk's largest power of
@@ -251,6 +254,8 @@ static void teardown(struct emunic_rndv *r)
 	for (unsigned i = 0; i < sizeof(eqs) / sizeof(eqs[0]); i++)
 		if (eqs[i])
 			emunic_eq_destroy(eqs[i]);
+	if (r->moved)			/* after the handlers that bump it */
+		emunic_ct_free(r->moved);
 	if (r->staging_mr)
 		emunic_mr_dereg(r->staging_mr);
 	if (r->region_mr)
@@ -309,6 +314,8 @@ int emunic_rndv_create(struct emunic_dev *dev, const struct emunic_rndv_attr *at
 		memset(r->region, 0, r->region_len);
 	if (!e)
 		e = emunic_mr_reg(dev, r->region, r->region_len, &r->region_mr);
+	if (!e)
+		e = emunic_ct_alloc(dev, &r->moved);
 	if (!e)
 		e = emunic_eq_create(dev, 0, rndv_on_arrival, r, &r->arrivals);
 	if (!e)

@@ -3,8 +3,8 @@
  * The leaf every other file of engines/rndv uses: the QP to a peer (made at
  * first use under ON_DEMAND), counters taken and given back, the host's
  * list of sends it must act on, the queue of work the command ring refused
- * (run by defer.c), and a request's failure.  It calls nothing
- * else of engines/rndv.
+ * (run by defer.c), a request's failure, and the wake-up of threads asleep
+ * on requests not yet started.  It calls nothing else of engines/rndv.
  */
 #include "engines/rndv/rndv_int.h"
 
@@ -143,7 +143,7 @@ void rndv_req_fail(struct emunic_req *q, int peer, const char *why)
 		q->kind == REQ_SEND ? "send" : "receive", q->len, q->kind == REQ_SEND ? "to" : "from", peer, q->tag,
 		why);
 	q->st.error = -EIO;
-	atomic_store(&q->state, REQ_DONE);
+	rndv_req_moved(q, REQ_DONE);
 }
 
 /* The owed queue (defer.c runs it): work a full command ring refused. */
@@ -155,4 +155,18 @@ void rndv_owe(struct emunic_rndv *r, struct emunic_req *q)
 void rndv_unowe(struct emunic_rndv *r, struct emunic_req *q)
 {
 	rndv_list_remove(&r->owed, &r->owed_tail, q, offsetof(struct emunic_req, next_owed));
+}
+
+/* After a request moved (rndv_req_moved): wake the threads that sleep on
+ * one still REQ_POSTED (emunic_wait), which recheck.  Only then, so that
+ * a test or an unrelated handler does not wake them, nor two waiters each
+ * other.  A store then a load on each side (Dekker): the mover stores the
+ * state and the flag, then loads posted_waiters; the waiter counts itself
+ * in, then reads the counter and the state; all sequentially consistent,
+ * so one of them sees the other.  A bump a full ring refuses is owed. */
+void rndv_wake_posted(struct emunic_rndv *r)
+{
+	if (atomic_load(&r->posted_waiters) && atomic_exchange(&r->moved_pending, false) &&
+	    emunic_ct_inc(r->moved, (struct emunic_ct_val){ 1, 0 }))
+		atomic_store(&r->moved_pending, true);
 }

@@ -33,8 +33,10 @@ static bool fail_orphan(struct emunic_req *q)
 		else if (q->kind == REQ_RECV)
 			e = q->rtr ? rndv_rtr_withdraw(r, q) : match_cancel(&r->m, &q->me);
 	}
-	if (!e)
+	if (!e) {
 		rndv_req_fail(q, peer, "the QP to that rank failed");
+		rndv_wake_posted(r);	/* another thread may wait on it */
+	}
 	pthread_mutex_unlock(&r->lock);
 	return !e;
 }
@@ -111,10 +113,28 @@ int emunic_test(struct emunic_req *q, int *done, struct emunic_status *st)
 	return 0;
 }
 
+/* Waits (running the engine meanwhile, as every wait of emunic does) until
+ * a request of the endpoint moved, for one that nothing has touched yet:
+ * the endpoint's `moved` counter, bumped by rndv_wake_posted while
+ * posted_waiters is set.  Counted first, so a mover that misses the count
+ * stored its state before, and the state check here sees it (both
+ * sequentially consistent: peer.c). */
+static void wait_posted(struct emunic_req *q, int slice)
+{
+	struct emunic_rndv *r = q->r;
+	struct emunic_ct_val v;
+
+	atomic_fetch_add(&r->posted_waiters, 1);
+	if (!emunic_ct_get(r->moved, &v) && atomic_load(&q->state) == REQ_POSTED)
+		emunic_ct_wait(r->moved, v.success + v.failure + 1, &v, slice);
+	atomic_fetch_sub(&r->posted_waiters, 1);
+}
+
 int emunic_wait(struct emunic_req *q, struct emunic_status *st, int timeout_ms)
 {
 	struct timespec t0, now;
-	int done = 0;
+	struct emunic_ct_val v;
+	int done = 0, slice;
 
 	if (!q)
 		return -EINVAL;
@@ -129,16 +149,16 @@ int emunic_wait(struct emunic_req *q, struct emunic_status *st, int timeout_ms)
 		ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
 		if (timeout_ms >= 0 && ms >= timeout_ms)
 			return -ETIMEDOUT;
-		if (atomic_load(&q->state) == REQ_GETTING) {
+		/* At most attr.recheck_ms asleep before looking again: what
+		 * wakes a waiter not (rndv.h) is seen within it. */
+		slice = q->r->attr.recheck_ms;
+		if (timeout_ms >= 0 && timeout_ms - ms < slice)
+			slice = (int)(timeout_ms - ms);
+		if (atomic_load(&q->state) == REQ_GETTING)
 			/* Sleep on the counter until it may say done. */
-			struct emunic_ct_val v;
-
-			emunic_ct_wait(q->c.ct, q->c.base + q->need, &v, 20);
-		} else {
-			struct timespec nap = { 0, 200 * 1000 };
-
-			nanosleep(&nap, NULL);
-		}
+			emunic_ct_wait(q->c.ct, q->c.base + q->need, &v, slice);
+		else
+			wait_posted(q, slice);
 	}
 }
 
@@ -157,7 +177,8 @@ int emunic_cancel(struct emunic_req *q)
 		e = q->rtr ? rndv_rtr_withdraw(q->r, q) : match_cancel(&q->r->m, &q->me);
 	if (!e) {
 		q->st.error = -ECANCELED;
-		atomic_store(&q->state, REQ_CANCELED);
+		rndv_req_moved(q, REQ_CANCELED);
+		rndv_wake_posted(q->r);		/* another thread may wait on it */
 	}
 	pthread_mutex_unlock(&q->r->lock);
 	return e ? -EBUSY : 0;

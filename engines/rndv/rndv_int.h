@@ -182,6 +182,14 @@ struct emunic_rndv {
 	struct emunic_eq *landed;	/* RTR answers arriving (receiver side), on the core */
 	struct match_state rtr_m;	/* sender side: RTRs (as receives) x rendezvous sends */
 	struct emunic_req *owed, *owed_tail;	/* answers and counts a full ring refused */
+	/* A waiter on a request nothing has touched yet (REQ_POSTED) has no
+	 * counter of its own to sleep on: it sleeps on `moved`, which
+	 * rndv_wake_posted (the end of rndv_flush, of every handler and call)
+	 * bumps when a request moved (rndv_req_moved) while posted_waiters
+	 * says someone sleeps. */
+	struct emunic_ct *moved;
+	_Atomic unsigned posted_waiters;
+	_Atomic bool moved_pending;	/* a request moved since the last bump */
 	struct emunic_req *host, *host_tail;	/* sends waiting for the app's next call
 						 * (progress other than CORE): to start, or
 						 * to answer their RTR */
@@ -258,8 +266,22 @@ void rndv_send_ack(struct emunic_rndv *r, int p);
 void rndv_apply_credits(struct emunic_rndv *r, int p);
 
 /* defer.c: retries whatever a full command ring refused (acks, credits,
- * RTRs, answers); slots.c and rtr.c, below it, call it as r->flush. */
+ * RTRs, answers), then wakes the sleepers on POSTED requests; slots.c and
+ * rtr.c, below it, call it as r->flush. */
 void rndv_flush(struct emunic_rndv *r);
+/* peer.c: wakes the threads asleep on requests not yet started if one
+ * moved (emunic_wait). */
+void rndv_wake_posted(struct emunic_rndv *r);
+
+/* Every change of a request's state after it was posted goes through
+ * here, so that a thread asleep on a request not yet started
+ * (emunic_wait) is woken by the next rndv_wake_posted.  The store and the
+ * flag are sequentially consistent: see rndv_wake_posted. */
+static inline void rndv_req_moved(struct emunic_req *q, int state)
+{
+	atomic_store(&q->state, state);
+	atomic_store(&q->r->moved_pending, true);
+}
 
 /* rtr.c: the receiver-initiated rendezvous */
 int rndv_rtr_isend(struct emunic_rndv *r, struct emunic_req *q);

@@ -68,7 +68,7 @@ int rndv_rtr_answer(struct emunic_rndv *r, struct emunic_req *q)
 	q->started = true;
 	q->need = 2;
 	r->stats.rtrs_answered++;
-	atomic_store(&q->state, REQ_GETTING);
+	rndv_req_moved(q, REQ_GETTING);
 	return 0;
 }
 
@@ -81,8 +81,10 @@ static void on_rtr_match(void *arg, struct match_entry *rtr, struct match_entry 
 	q->rtr_in = in->rtr;
 	q->rtr_matched = true;
 	free(in);
-	if (r->attr.progress != EMUNIC_PROGRESS_CORE)
-		rndv_host_add(r, q);		/* the sender's next call answers */
+	if (r->attr.progress != EMUNIC_PROGRESS_CORE) {
+		rndv_host_add(r, q);		/* the sender's next call answers: */
+		atomic_store(&r->moved_pending, true);	/* wake it if it waits */
+	}
 	else if (rndv_rtr_answer(r, q) == -ENOSPC)
 		rndv_owe(r, q);
 }
@@ -182,7 +184,7 @@ static int post_rtr(struct emunic_rndv *r, int p, struct emunic_req *q)
 	q->need = 1;
 	pe->rtr_seq++;
 	r->stats.rtrs_sent++;
-	atomic_store(&q->state, REQ_GETTING);
+	rndv_req_moved(q, REQ_GETTING);
 	return 0;
 }
 
@@ -308,6 +310,7 @@ int emunic_startall(struct emunic_req *const *reqs, unsigned n, int timeout_ms)
 			pthread_mutex_lock(&q->r->lock);
 			rndv_rtr_answer(q->r, q);
 			waiting += !q->started && atomic_load(&q->state) != REQ_DONE;
+			rndv_wake_posted(q->r);
 			pthread_mutex_unlock(&q->r->lock);
 		}
 		if (!waiting)

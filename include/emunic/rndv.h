@@ -107,6 +107,12 @@ struct emunic_rndv_attr {
 	 * reconnect_timeout_ms (0: 10000). */
 	unsigned reconnects;
 	int reconnect_timeout_ms;
+	/* emunic_wait sleeps until the request's counter or the endpoint
+	 * moves, and looks at the request itself at least this often (for
+	 * what moves neither: a QP that failed under an RTR request or one
+	 * not yet started, a wake-up a full command ring refused, until the
+	 * endpoint's next call or handler).  0: 20. */
+	int recheck_ms;
 };
 void emunic_rndv_attr_init(struct emunic_rndv_attr *a);
 
@@ -144,7 +150,12 @@ int emunic_irecv(struct emunic_rndv *r, void *buf, size_t len, int src, int tag,
  * may run in it.  A longer chunked request's test leaves its gets to the
  * core. */
 int emunic_test(struct emunic_req *req, int *done, struct emunic_status *st);
-/* 0 when complete, -ETIMEDOUT after timeout_ms (< 0: no bound). */
+/* 0 when complete, -ETIMEDOUT after timeout_ms (< 0: no bound).  Between
+ * tests it waits as every wait of emunic does (running the engine while
+ * the token is free, then asleep): on the request's counter once the
+ * transfer started, before that on the endpoint's, which the handler or
+ * call that moved a request bumps while someone waits (and at most
+ * attr.recheck_ms). */
 int emunic_wait(struct emunic_req *req, struct emunic_status *st, int timeout_ms);
 /* Progresses send requests until none waits for its RTR (seed 000's
  * OF_Startall) or timeout_ms passed: 0 or -ETIMEDOUT (they stay valid). */

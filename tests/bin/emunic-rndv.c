@@ -11,10 +11,12 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #define HARNESS_RANK (T.rank)
@@ -52,11 +54,18 @@ static const char usage[] =
 	"             (ping-pong)\n"
 	"  startall   RTR sends progressed by emunic_startall: done when answered,\n"
 	"             -ETIMEDOUT within its bound when no receive is posted\n"
+	"  sleep      emunic_wait on a request whose peer posts 300 ms later (eager\n"
+	"             receive, rendezvous receive, rendezvous send): it sleeps (at\n"
+	"             most 60 voluntary context switches) and is woken by the move\n"
+	"             (with a long --recheck-ms, nothing else would wake it before\n"
+	"             its 20 s timeout; it must return within 10 s); then two\n"
+	"             threads of rank 0 wait at once, answered 300 and 600 ms later\n"
+	"             (at most 20 each: neither wakes the other)\n"
 	"\n"
 	"Options: --first K  --chunk S (0: one get)  --credits C  --slots N\n"
 	"         --count M (messages per pair, sizes)  --max BYTES  --seed X\n"
 	"         --proto chunked|rtr  --progress core|test|test-on-init|wait-on-send\n"
-	"         --on-demand  --hold  --max-sends N\n"
+	"         --on-demand  --hold  --max-sends N  --recheck-ms MS (emunic_wait)\n"
 	"Exit: 0 pass, 1 a check failed, 2 usage.\n";
 
 static struct {
@@ -842,20 +851,162 @@ static void check_startall(void)
 	sync_ranks();
 }
 
+/* ---- sleep --------------------------------------------------------------------------- */
+
+/* This thread's voluntary context switches so far: its sleeps. */
+static long thread_sleeps(void)
+{
+	struct rusage u;
+
+	CHECK(!getrusage(RUSAGE_THREAD, &u), "getrusage");
+	return u.ru_nvcsw;
+}
+
+/* A wait on a request nothing moves for DELAY_MS, whose peer posts the
+ * other side only then: the waiter must neither poll (a nap every 200 us
+ * sleeps hundreds of times meanwhile) nor depend on its recheck to see the
+ * move (run with a long --recheck-ms, it would time out). */
+#define SLEEP_DELAY_MS 300
+#define SLEEP_MAX 60		/* sleeps a waiter may take in that time */
+#define SLEEP_MAX_TWO 20	/* the same, each of two waiters (0-3 seen; waking
+				 * each other at every test: 52-55) */
+#define SLEEP_TIMEOUT_MS 20000
+
+static void sleep_once(size_t len, bool receiver_waits, unsigned msg)
+{
+	int waiter = receiver_waits ? 0 : 1, other = 1 - waiter;
+	const char *what = receiver_waits ? "receive posted before its message" : "send posted before its receive";
+	char *sbuf = filled(1, msg, len), *rbuf = calloc(1, len + 1);
+	struct emunic_req *q;
+
+	CHECK(rbuf, "out of memory");
+	if (T.rank == waiter) {
+		struct emunic_status st;
+		struct timespec t0, t1;
+		long before, took;
+		int e;
+
+		q = T.rank == 0 ? irecv(rbuf, len, 1, (int)msg) : isend(sbuf, len, 0, (int)msg);
+		sync_ranks();
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		before = thread_sleeps();
+		e = emunic_wait(q, &st, SLEEP_TIMEOUT_MS);
+		before = thread_sleeps() - before;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		took = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+		/* Liveness, not speed: a waiter no move wakes sees its request
+		 * done only when its own timeout ends the sleep. */
+		CHECK(!e && took < SLEEP_TIMEOUT_MS / 2,
+		      "%zu bytes, %s: emunic_wait: %s after %ld ms (the move did not wake the waiter)", len, what,
+		      e ? strerror(-e) : "done only", took);
+		CHECK(!st.error, "%zu bytes, %s: status %s", len, what, strerror(-st.error));
+		CHECK(!emunic_req_free(q), "req_free");
+		printf("emunic-rndv: sleep: rank %d: %zu bytes, %s: done in %ld ms, %ld sleeps in the wait (at most "
+		       "%d)\n", T.rank, len, what, took, before, SLEEP_MAX);
+		CHECK(before <= SLEEP_MAX, "%zu bytes, %s: the waiter slept %ld times in %d ms: it polls", len, what,
+		      before, SLEEP_DELAY_MS);
+	} else {
+		sync_ranks();
+		nanosleep(&(struct timespec){ 0, SLEEP_DELAY_MS * 1000000L }, NULL);
+		q = T.rank == 0 ? irecv(rbuf, len, 1, (int)msg) : isend(sbuf, len, 0, (int)msg);
+		wait_free(q, other == 0 ? "receive" : "send");
+	}
+	if (T.rank == 0)
+		CHECK(first_bad(rbuf, 1, msg, len) == len, "%zu bytes, %s: byte %zu wrong", len, what,
+		      first_bad(rbuf, 1, msg, len));
+	free(sbuf);
+	free(rbuf);
+	sync_ranks();
+}
+
+/* Two threads of rank 0 wait on receives that rank 1 answers 300 and 600
+ * ms later: neither may wake the other (each one's test is a call of the
+ * endpoint, but moves no request). */
+static pthread_barrier_t sleepers_posted;
+
+struct sleeper {
+	pthread_t t;
+	int tag;
+	long sleeps, took;
+	char buf[8];
+};
+
+static void *sleeper_main(void *arg)
+{
+	struct sleeper *z = arg;
+	struct emunic_req *q = irecv(z->buf, sizeof(z->buf), 1, z->tag);
+	struct emunic_status st;
+	struct timespec t0, t1;
+	int e;
+
+	pthread_barrier_wait(&sleepers_posted);	/* then the main thread meets rank 1 */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	z->sleeps = thread_sleeps();
+	e = emunic_wait(q, &st, SLEEP_TIMEOUT_MS);
+	z->sleeps = thread_sleeps() - z->sleeps;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	z->took = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	CHECK(!e && !st.error, "two waiters: tag %d: emunic_wait: %s", z->tag, strerror(e ? -e : -st.error));
+	CHECK(!emunic_req_free(q), "req_free");
+	return NULL;
+}
+
+static void sleep_two(void)
+{
+	struct sleeper z[2] = { { .tag = 11 }, { .tag = 12 } };
+
+	if (T.rank == 1) {
+		sync_ranks();
+		for (int i = 0; i < 2; i++) {
+			char m[8] = { (char)i };
+
+			nanosleep(&(struct timespec){ 0, SLEEP_DELAY_MS * 1000000L }, NULL);
+			wait_free(isend(m, sizeof(m), 0, z[i].tag), "send");
+		}
+		sync_ranks();
+		return;
+	}
+	CHECK(!pthread_barrier_init(&sleepers_posted, NULL, 3), "pthread_barrier_init");
+	for (int i = 0; i < 2; i++)
+		CHECK(!pthread_create(&z[i].t, NULL, sleeper_main, &z[i]), "pthread_create");
+	pthread_barrier_wait(&sleepers_posted);
+	sync_ranks();
+	for (int i = 0; i < 2; i++) {
+		pthread_join(z[i].t, NULL);
+		CHECK(z[i].buf[0] == i, "two waiters: tag %d received the wrong message", z[i].tag);
+		printf("emunic-rndv: sleep: rank 0: two waiters: tag %d: done in %ld ms, %ld sleeps in the wait "
+		       "(at most %d)\n", z[i].tag, z[i].took, z[i].sleeps, SLEEP_MAX_TWO);
+		CHECK(z[i].took < SLEEP_TIMEOUT_MS / 2 && z[i].sleeps <= SLEEP_MAX_TWO,
+		      "two waiters: tag %d: %ld ms, %ld sleeps: the waiters wake each other (or were not woken)",
+		      z[i].tag, z[i].took, z[i].sleeps);
+	}
+	pthread_barrier_destroy(&sleepers_posted);
+	sync_ranks();
+}
+
+static void check_sleep(void)
+{
+	CHECK(T.size == 2, "sleep runs with 2 ranks");
+	sleep_once(8, true, 1);				/* eager */
+	sleep_once(4 * T.a.first + 1, true, 2);		/* rendezvous, receiver waits */
+	sleep_once(4 * T.a.first + 1, false, 3);		/* rendezvous, sender waits (RTR: for its RTR) */
+	sleep_two();
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "first", 1, 0, 'k' }, { "chunk", 1, 0, 's' }, { "credits", 1, 0, 'c' }, { "slots", 1, 0, 'S' },
 		{ "count", 1, 0, 'n' }, { "max", 1, 0, 'm' }, { "seed", 1, 0, 'x' }, { "help", 0, 0, 'h' },
 		{ "proto", 1, 0, 'P' }, { "progress", 1, 0, 'G' }, { "on-demand", 0, 0, 'D' }, { "hold", 0, 0, 'H' },
-		{ "max-sends", 1, 0, 'M' }, { "rounds", 1, 0, 'R' }, { 0 },
+		{ "max-sends", 1, 0, 'M' }, { "rounds", 1, 0, 'R' }, { "recheck-ms", 1, 0, 'W' }, { 0 },
 	};
 	static const struct { const char *name; void (*fn)(void); } checks[] = {
 		{ "table1", check_table1 }, { "sizes", check_sizes }, { "edges", check_edges },
 		{ "notest", check_notest }, { "credits", check_credits }, { "truncate", check_truncate },
 		{ "bad", check_bad }, { "inorder", check_inorder }, { "storm", check_storm },
 		{ "anysource", check_anysource }, { "exhaust", check_exhaust }, { "acks", check_acks },
-		{ "startall", check_startall },
+		{ "startall", check_startall }, { "sleep", check_sleep },
 	};
 	const char *name;
 	int o, e;
@@ -891,6 +1042,7 @@ int main(int argc, char **argv)
 		case 'H': T.a.flags |= EMUNIC_RNDV_HOLD_SLOTS; break;
 		case 'M': T.a.max_sends = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'R': T.rounds = atoi(optarg) > 0 ? atoi(optarg) : 1; break;
+		case 'W': T.a.recheck_ms = atoi(optarg); break;
 		case 'h': fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return 2;
 		}
