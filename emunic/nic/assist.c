@@ -76,7 +76,9 @@ int nic_wait(struct emunic_dev *d, struct emunic_word *const *w, unsigned nw, bo
 		return cond(arg) ? 0 : -EDEADLK;
 	nic_set_handlers_ok(true);
 	atomic_fetch_add(&d->assisting, 1);
-	d->st.waits++;
+	/* Any thread waits, with or without the token: counted atomically
+	 * (++ from two waiting threads at once could lose counts). */
+	__atomic_fetch_add(&d->st.waits, 1, __ATOMIC_RELAXED);
 	for (;;) {
 		for (unsigned i = 0; i < nw; i++)
 			seq[i] = emunic_word_seq(w[i]);
@@ -117,7 +119,7 @@ int nic_wait(struct emunic_dev *d, struct emunic_word *const *w, unsigned nw, bo
 		/* Nothing moved for a whole budget: the core takes over.
 		 * Counted asleep first, so the hand-over sees a sleeper:
 		 * work in verbs is then urgent (its completion may be ours). */
-		d->st.wait_sleeps++;
+		__atomic_fetch_add(&d->st.wait_sleeps, 1, __ATOMIC_RELAXED);
 		atomic_fetch_add(&d->sleepers, 1);
 		if (assisting) {
 			assisting = false;
