@@ -15,6 +15,7 @@ CHECKS = {
     "credits": "never more than c gets in flight, read from the trace",
     "truncate": "a message larger than the buffer: -EMSGSIZE, prefix only, sender completes",
     "bad": "bad rank or tag is -EINVAL on that request only",
+    "inhandler": "emunic_wait from an event handler: -EDEADLK at once, not a wait nothing can end",
 }
 
 

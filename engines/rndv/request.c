@@ -119,15 +119,17 @@ int emunic_test(struct emunic_req *q, int *done, struct emunic_status *st)
  * posted_waiters is set.  Counted first, so a mover that misses the count
  * stored its state before, and the state check here sees it (both
  * sequentially consistent: peer.c). */
-static void wait_posted(struct emunic_req *q, int slice)
+static int wait_posted(struct emunic_req *q, int slice)
 {
 	struct emunic_rndv *r = q->r;
 	struct emunic_ct_val v;
+	int e = 0;
 
 	atomic_fetch_add(&r->posted_waiters, 1);
 	if (!emunic_ct_get(r->moved, &v) && atomic_load(&q->state) == REQ_POSTED)
-		emunic_ct_wait(r->moved, v.success + v.failure + 1, &v, slice);
+		e = emunic_ct_wait(r->moved, v.success + v.failure + 1, &v, slice);
 	atomic_fetch_sub(&r->posted_waiters, 1);
+	return e;
 }
 
 int emunic_wait(struct emunic_req *q, struct emunic_status *st, int timeout_ms)
@@ -156,9 +158,14 @@ int emunic_wait(struct emunic_req *q, struct emunic_status *st, int timeout_ms)
 			slice = (int)(timeout_ms - ms);
 		if (atomic_load(&q->state) == REQ_GETTING)
 			/* Sleep on the counter until it may say done. */
-			emunic_ct_wait(q->c.ct, q->c.base + q->need, &v, slice);
+			e = emunic_ct_wait(q->c.ct, q->c.base + q->need, &v, slice);
 		else
-			wait_posted(q, slice);
+			e = wait_posted(q, slice);
+		/* In an event handler the engine is this thread: nothing
+		 * moves while it waits, so it must not (a handler is a step
+		 * of the engine: it tests). */
+		if (e == -EDEADLK)
+			return e;
 	}
 }
 

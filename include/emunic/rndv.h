@@ -150,7 +150,9 @@ int emunic_irecv(struct emunic_rndv *r, void *buf, size_t len, int src, int tag,
  * may run in it.  A longer chunked request's test leaves its gets to the
  * core. */
 int emunic_test(struct emunic_req *req, int *done, struct emunic_status *st);
-/* 0 when complete, -ETIMEDOUT after timeout_ms (< 0: no bound).  Between
+/* 0 when complete, -ETIMEDOUT after timeout_ms (< 0: no bound), -EDEADLK at
+ * once when called from an event handler not complete (the engine is the
+ * calling thread: nothing can move while it waits; test instead).  Between
  * tests it waits as every wait of emunic does (running the engine while
  * the token is free, then asleep): on the request's counter once the
  * transfer started, before that on the endpoint's, which the handler or

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +62,8 @@ static const char usage[] =
 	"             its 20 s timeout; it must return within 10 s); then two\n"
 	"             threads of rank 0 wait at once, answered 300 and 600 ms later\n"
 	"             (at most 20 each: neither wakes the other)\n"
+	"  inhandler  emunic_wait (no bound) from an event handler on a receive\n"
+	"             nothing answers: -EDEADLK at once\n"
 	"\n"
 	"Options: --first K  --chunk S (0: one get)  --credits C  --slots N\n"
 	"         --count M (messages per pair, sizes)  --max BYTES  --seed X\n"
@@ -984,6 +987,56 @@ static void sleep_two(void)
 	sync_ranks();
 }
 
+/* ---- inhandler --------------------------------------------------------------------- */
+
+/* emunic_wait from an event handler, on a receive nothing will answer:
+ * the engine is the handler's thread, so nothing could move while it
+ * waited, even with no bound; -EDEADLK at once. */
+static struct {
+	struct emunic_req *q;
+	_Atomic int done;
+	int e;
+} inh;
+
+static void inhandler_on_event(void *arg, const struct emunic_event *ev)
+{
+	struct emunic_status st;
+
+	(void)arg;
+	(void)ev;
+	inh.e = emunic_wait(inh.q, &st, -1);
+	atomic_store(&inh.done, 1);
+}
+
+static void check_inhandler(void)
+{
+	struct emunic_ct *trig = NULL, *other = NULL;
+	struct emunic_eq *eq = NULL;
+	char b[8];
+
+	if (T.rank == 0) {
+		struct emunic_op op = { .kind = EMUNIC_OP_CT_INC, .ct_value = { 1, 0 } };
+
+		inh.q = irecv(b, sizeof(b), 1, 77);	/* never sent */
+		CHECK(!emunic_eq_create(T.dev, 0, inhandler_on_event, NULL, &eq), "eq_create");
+		CHECK(!emunic_ct_alloc(T.dev, &trig) && !emunic_ct_alloc(T.dev, &other), "ct_alloc");
+		op.ct_target = other;
+		op.eq = eq;
+		CHECK(!emunic_trig_post(T.dev, &op, trig, 1), "trig_post");
+		/* Freeing its counter fails the trigger: a CANCELED event,
+		 * which runs the handler in the engine. */
+		CHECK(!emunic_ct_free(trig), "ct_free");
+		for (int i = 0; i < 10000 && !atomic_load(&inh.done); i++)
+			nanosleep(&(struct timespec){ 0, 1000000L }, NULL);
+		CHECK(atomic_load(&inh.done), "the handler's emunic_wait (no bound) did not return within 10 s");
+		CHECK(inh.e == -EDEADLK, "emunic_wait in a handler: %s, want -EDEADLK", strerror(-inh.e));
+		printf("emunic-rndv: inhandler: emunic_wait from an event handler: -EDEADLK at once\n");
+		CHECK(!emunic_cancel(inh.q) && !emunic_req_free(inh.q), "cancel the receive");
+		CHECK(!emunic_eq_destroy(eq) && !emunic_ct_free(other), "eq_destroy, ct_free");
+	}
+	sync_ranks();
+}
+
 static void check_sleep(void)
 {
 	CHECK(T.size == 2, "sleep runs with 2 ranks");
@@ -1006,7 +1059,7 @@ int main(int argc, char **argv)
 		{ "notest", check_notest }, { "credits", check_credits }, { "truncate", check_truncate },
 		{ "bad", check_bad }, { "inorder", check_inorder }, { "storm", check_storm },
 		{ "anysource", check_anysource }, { "exhaust", check_exhaust }, { "acks", check_acks },
-		{ "startall", check_startall }, { "sleep", check_sleep },
+		{ "startall", check_startall }, { "sleep", check_sleep }, { "inhandler", check_inhandler },
 	};
 	const char *name;
 	int o, e;
