@@ -19,6 +19,13 @@ CHECKS = {
 }
 
 
+def test_inhandler_started_rtr(rxe):
+    """The same on a receive whose RTR went (started: it waits on its own
+    counter), which then completes."""
+    out = run(rxe, "inhandler", args="--proto rtr")
+    assert "(started): emunic_wait from an event handler: -EDEADLK" in out, out
+
+
 def run(rxe, check, n=2, args="", timeout=240, binpath=BIN, wrap=""):
     cmd = RUN % (BIN, n, timeout - 20, wrap + binpath, check) + " " + args
     out = run_ctest(rxe, cmd, timeout=timeout)
@@ -71,6 +78,7 @@ def test_wait_sleeps_until_moved(rxe, args, assist):
     timeout.  Then two threads wait at once and must not wake each other
     (each at most 20 sleeps; 52-55 when every test's flush woke them).
     EMUNIC_ASSIST_US=0 makes the waiter sleep at once; by default it runs
-    the engine itself first."""
+    the engine itself first, here (2 ranks, 2 vCPUs) until done, so the
+    sleep bounds bind in the "sleep" runs."""
     out = run(rxe, "sleep", args=args + " --recheck-ms 600000", wrap=assist)
     assert out.count("done in") == 5, out

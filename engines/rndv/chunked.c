@@ -175,6 +175,7 @@ int emunic_isend(struct emunic_rndv *r, const void *buf, size_t len, int dst, in
 	r->free_stages = s->next;
 	r->live_reqs++;
 	r->stats.sends++;
+	rndv_wake_posted(r);		/* its start may have matched a waited RTR */
 	pthread_mutex_unlock(&r->lock);
 	if (q->rtr && r->attr.progress == EMUNIC_PROGRESS_WAIT_ON_SEND)
 		rndv_wait_on_send(q);

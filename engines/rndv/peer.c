@@ -157,13 +157,15 @@ void rndv_unowe(struct emunic_rndv *r, struct emunic_req *q)
 	rndv_list_remove(&r->owed, &r->owed_tail, q, offsetof(struct emunic_req, next_owed));
 }
 
-/* After a request moved (rndv_req_moved): wake the threads that sleep on
- * one still REQ_POSTED (emunic_wait), which recheck.  Only then, so that
- * a test or an unrelated handler does not wake them, nor two waiters each
- * other.  A store then a load on each side (Dekker): the mover stores the
- * state and the flag, then loads posted_waiters; the waiter counts itself
- * in, then reads the counter and the state; all sequentially consistent,
- * so one of them sees the other.  A bump a full ring refuses is owed. */
+/* After a move (rndv_note_move): wake the threads that sleep on a request
+ * still REQ_POSTED (emunic_wait), which recheck.  Only then, so that a
+ * test or an unrelated handler does not wake them, nor two waiters each
+ * other.  A store then a load on each side (Dekker): the mover notes its
+ * move (`moves`, the flag), then loads posted_waiters; the waiter counts
+ * itself in, then reads the counter and `moves`; all sequentially
+ * consistent, so one of them sees the other.  Called under the endpoint
+ * lock, so whoever clears the flag does so after the move it stands for.
+ * A bump a full ring refuses is owed to the next call. */
 void rndv_wake_posted(struct emunic_rndv *r)
 {
 	if (atomic_load(&r->posted_waiters) && atomic_exchange(&r->moved_pending, false) &&

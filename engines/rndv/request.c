@@ -117,16 +117,17 @@ int emunic_test(struct emunic_req *q, int *done, struct emunic_status *st)
  * a request of the endpoint moved, for one that nothing has touched yet:
  * the endpoint's `moved` counter, bumped by rndv_wake_posted while
  * posted_waiters is set.  Counted first, so a mover that misses the count
- * stored its state before, and the state check here sees it (both
- * sequentially consistent: peer.c). */
-static int wait_posted(struct emunic_req *q, int slice)
+ * noted its move before, and `moves` here differs from what it was before
+ * the caller's test (both sequentially consistent: peer.c); a move that
+ * changed no state (an RTR matched for the host to answer) counts too. */
+static int wait_posted(struct emunic_req *q, uint64_t moves, int slice)
 {
 	struct emunic_rndv *r = q->r;
 	struct emunic_ct_val v;
 	int e = 0;
 
 	atomic_fetch_add(&r->posted_waiters, 1);
-	if (!emunic_ct_get(r->moved, &v) && atomic_load(&q->state) == REQ_POSTED)
+	if (!emunic_ct_get(r->moved, &v) && atomic_load(&r->moves) == moves)
 		e = emunic_ct_wait(r->moved, v.success + v.failure + 1, &v, slice);
 	atomic_fetch_sub(&r->posted_waiters, 1);
 	return e;
@@ -142,6 +143,7 @@ int emunic_wait(struct emunic_req *q, struct emunic_status *st, int timeout_ms)
 		return -EINVAL;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
+		uint64_t moves = atomic_load(&q->r->moves);	/* before the test looks */
 		long ms;
 		int e = emunic_test(q, &done, st);
 
@@ -160,7 +162,7 @@ int emunic_wait(struct emunic_req *q, struct emunic_status *st, int timeout_ms)
 			/* Sleep on the counter until it may say done. */
 			e = emunic_ct_wait(q->c.ct, q->c.base + q->need, &v, slice);
 		else
-			e = wait_posted(q, slice);
+			e = wait_posted(q, moves, slice);
 		/* In an event handler the engine is this thread: nothing
 		 * moves while it waits, so it must not (a handler is a step
 		 * of the engine: it tests). */

@@ -190,6 +190,8 @@ struct emunic_rndv {
 	struct emunic_ct *moved;
 	_Atomic unsigned posted_waiters;
 	_Atomic bool moved_pending;	/* a request moved since the last bump */
+	_Atomic uint64_t moves;		/* moves so far (rndv_note_move): a waiter
+					 * sleeps only if none came since its test */
 	struct emunic_req *host, *host_tail;	/* sends waiting for the app's next call
 						 * (progress other than CORE): to start, or
 						 * to answer their RTR */
@@ -273,14 +275,21 @@ void rndv_flush(struct emunic_rndv *r);
  * moved (emunic_wait). */
 void rndv_wake_posted(struct emunic_rndv *r);
 
-/* Every change of a request's state after it was posted goes through
- * here, so that a thread asleep on a request not yet started
- * (emunic_wait) is woken by the next rndv_wake_posted.  The store and the
- * flag are sequentially consistent: see rndv_wake_posted. */
+/* Every move of a request out of REQ_POSTED, and every change that gives
+ * a test of one something to do (an RTR matched to a send the host
+ * answers), is noted here, so that a thread asleep on a request not yet
+ * started (emunic_wait) is woken by the next rndv_wake_posted.  All
+ * sequentially consistent: see rndv_wake_posted. */
+static inline void rndv_note_move(struct emunic_rndv *r)
+{
+	atomic_fetch_add(&r->moves, 1);
+	atomic_store(&r->moved_pending, true);
+}
+
 static inline void rndv_req_moved(struct emunic_req *q, int state)
 {
 	atomic_store(&q->state, state);
-	atomic_store(&q->r->moved_pending, true);
+	rndv_note_move(q->r);
 }
 
 /* rtr.c: the receiver-initiated rendezvous */

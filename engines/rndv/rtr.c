@@ -83,7 +83,7 @@ static void on_rtr_match(void *arg, struct match_entry *rtr, struct match_entry 
 	free(in);
 	if (r->attr.progress != EMUNIC_PROGRESS_CORE) {
 		rndv_host_add(r, q);		/* the sender's next call answers: */
-		atomic_store(&r->moved_pending, true);	/* wake it if it waits */
+		rndv_note_move(r);		/* wake it if it waits */
 	}
 	else if (rndv_rtr_answer(r, q) == -ENOSPC)
 		rndv_owe(r, q);

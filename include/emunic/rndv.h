@@ -108,10 +108,11 @@ struct emunic_rndv_attr {
 	unsigned reconnects;
 	int reconnect_timeout_ms;
 	/* emunic_wait sleeps until the request's counter or the endpoint
-	 * moves, and looks at the request itself at least this often (for
-	 * what moves neither: a QP that failed under an RTR request or one
-	 * not yet started, a wake-up a full command ring refused, until the
-	 * endpoint's next call or handler).  0: 20. */
+	 * moves, and looks at the request itself at least this often, for
+	 * what moves neither: a QP that failed under a request, a wake-up a
+	 * full command ring refused (owed to the endpoint's next call), and,
+	 * under progress other than CORE, host work (an RTR to answer) for a
+	 * thread waiting on a request already started.  0: 20. */
 	int recheck_ms;
 };
 void emunic_rndv_attr_init(struct emunic_rndv_attr *a);
@@ -150,14 +151,15 @@ int emunic_irecv(struct emunic_rndv *r, void *buf, size_t len, int src, int tag,
  * may run in it.  A longer chunked request's test leaves its gets to the
  * core. */
 int emunic_test(struct emunic_req *req, int *done, struct emunic_status *st);
-/* 0 when complete, -ETIMEDOUT after timeout_ms (< 0: no bound), -EDEADLK at
- * once when called from an event handler not complete (the engine is the
- * calling thread: nothing can move while it waits; test instead).  Between
- * tests it waits as every wait of emunic does (running the engine while
- * the token is free, then asleep): on the request's counter once the
- * transfer started, before that on the endpoint's, which the handler or
- * call that moved a request bumps while someone waits (and at most
- * attr.recheck_ms). */
+/* 0 when complete, -ETIMEDOUT after timeout_ms (< 0: no bound), -EDEADLK
+ * when called, not complete, from an event handler of the endpoint's
+ * device (the engine is the calling thread: nothing can move while it
+ * waits; test instead).  Between tests it waits as every wait of emunic
+ * does (running the engine while the token is free, then asleep): on the
+ * request's counter once the transfer started, before that on the
+ * endpoint's, which the handler or call that moved a request out of its
+ * posted state (or matched an RTR for the host to answer) bumps while
+ * someone waits; at most attr.recheck_ms asleep. */
 int emunic_wait(struct emunic_req *req, struct emunic_status *st, int timeout_ms);
 /* Progresses send requests until none waits for its RTR (seed 000's
  * OF_Startall) or timeout_ms passed: 0 or -ETIMEDOUT (they stay valid). */

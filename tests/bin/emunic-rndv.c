@@ -63,7 +63,9 @@ static const char usage[] =
 	"             threads of rank 0 wait at once, answered 300 and 600 ms later\n"
 	"             (at most 20 each: neither wakes the other)\n"
 	"  inhandler  emunic_wait (no bound) from an event handler on a receive\n"
-	"             nothing answers: -EDEADLK at once\n"
+	"             nothing answers yet: -EDEADLK at once (an eager one, then one\n"
+	"             past the eager limit, which under --proto rtr has sent its RTR\n"
+	"             and completes after)\n"
 	"\n"
 	"Options: --first K  --chunk S (0: one get)  --credits C  --slots N\n"
 	"         --count M (messages per pair, sizes)  --max BYTES  --seed X\n"
@@ -1008,16 +1010,21 @@ static void inhandler_on_event(void *arg, const struct emunic_event *ev)
 	atomic_store(&inh.done, 1);
 }
 
-static void check_inhandler(void)
+/* len: a receive nothing has touched (eager: canceled after) or, past
+ * the eager limit under RTR, one whose RTR went (rank 1 sends it after). */
+static void inhandler_once(size_t len, int tag)
 {
 	struct emunic_ct *trig = NULL, *other = NULL;
 	struct emunic_eq *eq = NULL;
-	char b[8];
+	char *b = calloc(1, len), *s = filled(1, (unsigned)tag, len);
+	bool eager = len <= T.a.first;
 
+	CHECK(b, "out of memory");
 	if (T.rank == 0) {
 		struct emunic_op op = { .kind = EMUNIC_OP_CT_INC, .ct_value = { 1, 0 } };
 
-		inh.q = irecv(b, sizeof(b), 1, 77);	/* never sent */
+		atomic_store(&inh.done, 0);
+		inh.q = irecv(b, len, 1, tag);
 		CHECK(!emunic_eq_create(T.dev, 0, inhandler_on_event, NULL, &eq), "eq_create");
 		CHECK(!emunic_ct_alloc(T.dev, &trig) && !emunic_ct_alloc(T.dev, &other), "ct_alloc");
 		op.ct_target = other;
@@ -1029,12 +1036,33 @@ static void check_inhandler(void)
 		for (int i = 0; i < 10000 && !atomic_load(&inh.done); i++)
 			nanosleep(&(struct timespec){ 0, 1000000L }, NULL);
 		CHECK(atomic_load(&inh.done), "the handler's emunic_wait (no bound) did not return within 10 s");
-		CHECK(inh.e == -EDEADLK, "emunic_wait in a handler: %s, want -EDEADLK", strerror(-inh.e));
-		printf("emunic-rndv: inhandler: emunic_wait from an event handler: -EDEADLK at once\n");
-		CHECK(!emunic_cancel(inh.q) && !emunic_req_free(inh.q), "cancel the receive");
+		CHECK(inh.e == -EDEADLK, "%zu bytes: emunic_wait in a handler: %s, want -EDEADLK", len,
+		      strerror(-inh.e));
+		printf("emunic-rndv: inhandler: %zu bytes (%s): emunic_wait from an event handler: -EDEADLK\n", len,
+		       !eager && T.a.proto == EMUNIC_RNDV_RTR ? "started" : "not started");
 		CHECK(!emunic_eq_destroy(eq) && !emunic_ct_free(other), "eq_destroy, ct_free");
+		if (eager)
+			CHECK(!emunic_cancel(inh.q) && !emunic_req_free(inh.q), "cancel the receive");
 	}
 	sync_ranks();
+	if (!eager) {		/* the receive completes: nothing was hurt */
+		if (T.rank == 1)
+			wait_free(isend(s, len, 0, tag), "send");
+		else
+			wait_free(inh.q, "the receive waited on in the handler");
+		if (T.rank == 0)
+			CHECK(first_bad(b, 1, (unsigned)tag, len) == len, "%zu bytes: data wrong", len);
+	}
+	free(b);
+	free(s);
+	sync_ranks();
+}
+
+static void check_inhandler(void)
+{
+	CHECK(T.size == 2, "inhandler runs with 2 ranks");
+	inhandler_once(8, 77);
+	inhandler_once(4 * T.a.first + 1, 78);
 }
 
 static void check_sleep(void)
