@@ -185,8 +185,8 @@ struct emunic_rndv {
 	/* A waiter on a request nothing has touched yet (REQ_POSTED) has no
 	 * counter of its own to sleep on: it sleeps on `moved`, which
 	 * rndv_wake_posted (the end of rndv_flush, of every handler and call)
-	 * bumps when a request moved (rndv_req_moved) while posted_waiters
-	 * says someone sleeps. */
+	 * bumps after a move (rndv_note_move) while posted_waiters says
+	 * someone sleeps. */
 	struct emunic_ct *moved;
 	_Atomic unsigned posted_waiters;
 	_Atomic bool moved_pending;	/* a request moved since the last bump */

@@ -84,9 +84,9 @@ static void on_rtr_match(void *arg, struct match_entry *rtr, struct match_entry 
 	if (r->attr.progress != EMUNIC_PROGRESS_CORE) {
 		rndv_host_add(r, q);		/* the sender's next call answers: */
 		rndv_note_move(r);		/* wake it if it waits */
-	}
-	else if (rndv_rtr_answer(r, q) == -ENOSPC)
+	} else if (rndv_rtr_answer(r, q) == -ENOSPC) {
 		rndv_owe(r, q);
+	}
 }
 
 int rndv_rtr_isend(struct emunic_rndv *r, struct emunic_req *q)
