@@ -160,15 +160,18 @@ void rndv_unowe(struct emunic_rndv *r, struct emunic_req *q)
 /* After a move (rndv_note_move): wake the threads that sleep on a request
  * still REQ_POSTED (emunic_wait), which recheck.  Only then, so that a
  * test or an unrelated handler does not wake them, nor two waiters each
- * other.  A store then a load on each side (Dekker): the mover notes its
- * move (`moves`, the flag), then loads posted_waiters; the waiter counts
- * itself in, then reads the counter and `moves`; all sequentially
- * consistent, so one of them sees the other.  Called under the endpoint
- * lock, so whoever clears the flag does so after the move it stands for.
- * A bump a full ring refuses is owed to the next call. */
+ * other.  A store then a load on each side (Dekker): the mover counts its
+ * move in `moves`, then loads posted_waiters; the waiter counts itself in,
+ * then reads the counter and `moves`; all sequentially consistent, so one
+ * of them sees the other.  Called under the endpoint lock, so a bump for
+ * moves up to `moves_woken` came after them.  A bump a full ring refuses
+ * is owed to the next call (moves_woken stays). */
 void rndv_wake_posted(struct emunic_rndv *r)
 {
-	if (atomic_load(&r->posted_waiters) && atomic_exchange(&r->moved_pending, false) &&
-	    emunic_ct_inc(r->moved, (struct emunic_ct_val){ 1, 0 }))
-		atomic_store(&r->moved_pending, true);
+	uint64_t moves;
+
+	if (!atomic_load(&r->posted_waiters) || (moves = atomic_load(&r->moves)) == r->moves_woken)
+		return;
+	if (!emunic_ct_inc(r->moved, (struct emunic_ct_val){ 1, 0 }))
+		r->moves_woken = moves;
 }

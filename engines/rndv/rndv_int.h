@@ -189,9 +189,9 @@ struct emunic_rndv {
 	 * someone sleeps. */
 	struct emunic_ct *moved;
 	_Atomic unsigned posted_waiters;
-	_Atomic bool moved_pending;	/* a request moved since the last bump */
 	_Atomic uint64_t moves;		/* moves so far (rndv_note_move): a waiter
 					 * sleeps only if none came since its test */
+	uint64_t moves_woken;		/* `moves` at the last bump (under lock) */
 	struct emunic_req *host, *host_tail;	/* sends waiting for the app's next call
 						 * (progress other than CORE): to start, or
 						 * to answer their RTR */
@@ -277,13 +277,12 @@ void rndv_wake_posted(struct emunic_rndv *r);
 
 /* Every move of a request out of REQ_POSTED, and every change that gives
  * a test of one something to do (an RTR matched to a send the host
- * answers), is noted here, so that a thread asleep on a request not yet
+ * answers), is counted here, so that a thread asleep on a request not yet
  * started (emunic_wait) is woken by the next rndv_wake_posted.  All
  * sequentially consistent: see rndv_wake_posted. */
 static inline void rndv_note_move(struct emunic_rndv *r)
 {
 	atomic_fetch_add(&r->moves, 1);
-	atomic_store(&r->moved_pending, true);
 }
 
 static inline void rndv_req_moved(struct emunic_req *q, int state)
