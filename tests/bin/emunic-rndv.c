@@ -877,6 +877,21 @@ static long thread_sleeps(void)
 				 * each other at every test: 52-55) */
 #define SLEEP_TIMEOUT_MS 20000
 
+/* emunic_wait(q) with SLEEP_TIMEOUT_MS, and what it took: ms, sleeps. */
+static int timed_wait(struct emunic_req *q, struct emunic_status *st, long *took, long *sleeps)
+{
+	struct timespec t0, t1;
+	int e;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	*sleeps = thread_sleeps();
+	e = emunic_wait(q, st, SLEEP_TIMEOUT_MS);
+	*sleeps = thread_sleeps() - *sleeps;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	*took = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	return e;
+}
+
 static void sleep_once(size_t len, bool receiver_waits, unsigned msg)
 {
 	int waiter = receiver_waits ? 0 : 1, other = 1 - waiter;
@@ -887,18 +902,12 @@ static void sleep_once(size_t len, bool receiver_waits, unsigned msg)
 	CHECK(rbuf, "out of memory");
 	if (T.rank == waiter) {
 		struct emunic_status st;
-		struct timespec t0, t1;
 		long before, took;
 		int e;
 
 		q = T.rank == 0 ? irecv(rbuf, len, 1, (int)msg) : isend(sbuf, len, 0, (int)msg);
 		sync_ranks();
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		before = thread_sleeps();
-		e = emunic_wait(q, &st, SLEEP_TIMEOUT_MS);
-		before = thread_sleeps() - before;
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		took = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+		e = timed_wait(q, &st, &took, &before);
 		/* Liveness, not speed: a waiter no move wakes sees its request
 		 * done only when its own timeout ends the sleep. */
 		CHECK(!e && took < SLEEP_TIMEOUT_MS / 2,
@@ -941,16 +950,10 @@ static void *sleeper_main(void *arg)
 	struct sleeper *z = arg;
 	struct emunic_req *q = irecv(z->buf, sizeof(z->buf), 1, z->tag);
 	struct emunic_status st;
-	struct timespec t0, t1;
 	int e;
 
 	pthread_barrier_wait(&sleepers_posted);	/* then the main thread meets rank 1 */
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	z->sleeps = thread_sleeps();
-	e = emunic_wait(q, &st, SLEEP_TIMEOUT_MS);
-	z->sleeps = thread_sleeps() - z->sleeps;
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	z->took = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	e = timed_wait(q, &st, &z->took, &z->sleeps);
 	CHECK(!e && !st.error, "two waiters: tag %d: emunic_wait: %s", z->tag, strerror(e ? -e : -st.error));
 	CHECK(!emunic_req_free(q), "req_free");
 	return NULL;
